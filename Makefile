@@ -1,0 +1,19 @@
+# Two commands from a fresh clone: `make train` and `make test` (each sets up first).
+.PHONY: setup train test lint bench
+VENV := .venv/bin
+
+setup:
+	bash scripts/setup.sh
+
+train: setup
+	$(VENV)/python -m trainer +experiment=lstm_ppo $(ARGS)
+
+test: setup
+	$(VENV)/ruff check .
+	$(VENV)/python -m pytest $(ARGS)
+
+lint: setup
+	$(VENV)/ruff check .
+
+bench: setup
+	$(VENV)/python scripts/bench_env.py $(ARGS)

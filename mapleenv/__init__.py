@@ -1,0 +1,1 @@
+"""Maple environment side: Showdown servers, battle env, encoding, reward, opponents."""

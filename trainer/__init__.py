@@ -1,0 +1,1 @@
+"""Maple learning side: policies, rollout storage, sequence PPO, training loop."""
