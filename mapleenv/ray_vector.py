@@ -1,0 +1,424 @@
+"""Ray-sharded Gymnasium vector env: one run's envs split over Ray actors on many nodes.
+
+`RayVectorEnv` is a `gymnasium.vector.VectorEnv`: the trainer steps it like the local
+`AsyncVectorEnv`, so the algorithm, the batched policy and all recurrent state stay in the
+learner process. Each shard is a `ShardActor` (a Ray actor) that owns its own vector env
+(by default `mapleenv.make_vector_env`, with its own Showdown server(s) on the node where
+the actor runs, started and stopped by the actor: servers never cross machines). Per step
+the learner sends every shard its slice of the actions, waits for all of them at once and
+concatenates the numpy results. Only numpy arrays and plain Python objects cross the wire.
+
+Failure policy: a shard that dies (actor or node lost) or raises is reported as
+`ShardFailedError` (shard index, env range, node IP, cause). The run stops there; the
+trainer saves its checkpoint on the way out and `resume=` continues it. Shards are not
+restarted in place: a fresh shard would start new battles mid-rollout under the learner's
+stale recurrent state.
+
+`ray` is imported only when a `RayVectorEnv` is built, so the single-machine path never
+needs it (`pip install -e ".[ray]"` installs it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import VectorEnv
+from gymnasium.vector.utils import batch_space
+
+log = logging.getLogger(__name__)
+
+EnvFn = Callable[..., VectorEnv]
+"""Builds one shard's vector env: called as `env_fn(num_envs=n, **env_kwargs)`."""
+
+
+class ShardFailedError(RuntimeError):
+    """A Ray shard died or raised; names the shard, its envs, its node and the cause."""
+
+    def __init__(self, shard: int, envs: range, node_ip: str, cause: str) -> None:
+        self.shard = shard
+        self.envs = envs
+        self.node_ip = node_ip
+        self.cause = cause
+        super().__init__(
+            f"Ray shard {shard} (envs {envs.start}..{envs.stop - 1}) on node {node_ip} "
+            f"failed: {cause}"
+        )
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ImportError(
+            "env.vectorization=ray needs Ray: install Maple's extra with "
+            "`pip install -e '.[ray]'` (or `EXTRAS=dev,ray make setup`)"
+        ) from exc
+    return ray
+
+
+def make_showdown_vector_env(num_envs: int, **kwargs: Any) -> VectorEnv:
+    """Default shard env: `mapleenv.make_vector_env` (imported inside the actor)."""
+    from mapleenv import make_vector_env
+
+    return make_vector_env(num_envs, **kwargs)
+
+
+def split_envs(num_envs: int, shards: int) -> list[range]:
+    """Contiguous env index ranges, as even as possible (earlier shards get the extra)."""
+    if shards < 1:
+        raise ValueError(f"shards must be >= 1, got {shards}")
+    if num_envs < shards:
+        raise ValueError(f"num_envs ({num_envs}) must be >= shards ({shards})")
+    base, extra = divmod(num_envs, shards)
+    ranges, start = [], 0
+    for k in range(shards):
+        stop = start + base + (1 if k < extra else 0)
+        ranges.append(range(start, stop))
+        start = stop
+    return ranges
+
+
+def concatenate_batches(parts: Sequence[Any]) -> Any:
+    """Concatenates batched observations (arrays, or dicts/tuples of them) along axis 0."""
+    first = parts[0]
+    if isinstance(first, Mapping):
+        return {key: concatenate_batches([p[key] for p in parts]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(concatenate_batches(list(items)) for items in zip(*parts, strict=True))
+    return np.concatenate([np.asarray(p) for p in parts], axis=0)
+
+
+def slice_batch(batch: Any, envs: range) -> Any:
+    """The rows `envs` of a batched action (array, or dict/tuple of arrays)."""
+    if isinstance(batch, Mapping):
+        return {key: slice_batch(value, envs) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(slice_batch(value, envs) for value in batch)
+    return np.asarray(batch)[envs.start : envs.stop]
+
+
+def merge_infos(parts: Sequence[dict[str, Any]], ranges: Sequence[range]) -> dict[str, Any]:
+    """Merges shard infos (Gymnasium 1.x vector infos: arrays + `_key` masks) into one.
+
+    A key missing from a shard gets Gymnasium's defaults there (zeros, False masks, None
+    for objects), exactly as if those envs had not reported it.
+    """
+    total = ranges[-1].stop
+    merged: dict[str, Any] = {}
+    keys = list(dict.fromkeys(key for part in parts for key in part))
+    for key in keys:
+        present = [
+            (part[key], envs) for part, envs in zip(parts, ranges, strict=True) if key in part
+        ]
+        if all(isinstance(value, Mapping) for value, _ in present):
+            merged[key] = merge_infos([dict(part.get(key, {})) for part in parts], ranges)
+            continue
+        if any(isinstance(value, Mapping) for value, _ in present):
+            raise TypeError(f"info key {key!r} is a dict in some shards and not in others")
+        arrays = [(np.asarray(value), envs) for value, envs in present]
+        shapes = {array.shape[1:] for array, _ in arrays}
+        if len(shapes) == 1 and all(array.dtype != object for array, _ in arrays):
+            dtype = np.result_type(*(array.dtype for array, _ in arrays))
+            out = np.zeros((total, *shapes.pop()), dtype=dtype)
+            for array, envs in arrays:
+                out[envs.start : envs.stop] = array
+        else:
+            out = np.full(total, None, dtype=object)
+            for array, envs in arrays:
+                for i, row in zip(envs, array, strict=True):
+                    out[i] = row
+        merged[key] = out
+    return merged
+
+
+class ShardActor:
+    """One shard, run as a Ray actor: owns a vector env (and its servers) on its node."""
+
+    def __init__(self, shard: int, env_fn: EnvFn, num_envs: int, env_kwargs: dict[str, Any]):
+        logging.basicConfig(level=logging.INFO)
+        self.shard = shard
+        self.env = env_fn(num_envs=num_envs, **env_kwargs)
+        if self.env.num_envs != num_envs:
+            raise ValueError(f"env_fn built {self.env.num_envs} envs, expected {num_envs}")
+
+    def describe(self) -> dict[str, Any]:
+        """Where this shard runs and what it serves (spaces, metadata)."""
+        import ray
+
+        return {
+            "node_ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+            "single_observation_space": self.env.single_observation_space,
+            "single_action_space": self.env.single_action_space,
+            "metadata": dict(self.env.metadata),
+            "render_mode": self.env.render_mode,
+        }
+
+    def reset(self, seed: int | list[int | None] | None, options: dict | None) -> tuple:
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions: Any) -> tuple:
+        return self.env.step(actions)
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> tuple:
+        return tuple(self.env.call(name, *args, **kwargs))
+
+    def get_attr(self, name: str) -> tuple:
+        return tuple(self.env.get_attr(name))
+
+    def set_attr(self, name: str, values: list | tuple) -> None:
+        self.env.set_attr(name, values)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class RayVectorEnv(VectorEnv):
+    """A Gymnasium vector env whose envs live in `shards` Ray actors, stepped in parallel.
+
+    Args:
+        num_envs: total envs, split into contiguous ranges over the shards.
+        shards: number of `ShardActor`s.
+        env_fn: builds one shard's vector env, `env_fn(num_envs=n, **env_kwargs)`; must be
+            importable on every node (default: `mapleenv.make_vector_env`).
+        env_kwargs: keyword arguments for `env_fn`. `seed` is offset by the shard's first
+            env index and `log_dir` gets a `shard<k>` subfolder, so shards do not collide.
+        cpus_per_shard: Ray CPUs reserved per actor (its env workers and servers run
+            inside that reservation; Ray does not pin them).
+        actor_options: extra `ActorClass.options(...)` (default: SPREAD scheduling).
+        step_timeout_s: a shard slower than this in one call counts as failed (None: wait).
+
+    Autoreset follows the shards' own mode (NEXT_STEP for `AsyncVectorEnv`), unchanged.
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        shards: int,
+        *,
+        env_fn: EnvFn | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        cpus_per_shard: float = 1,
+        actor_options: dict[str, Any] | None = None,
+        step_timeout_s: float | None = None,
+    ) -> None:
+        ray = _import_ray()
+        if not ray.is_initialized():
+            raise RuntimeError("Ray is not initialised: call ray.init() or use make_ray_vector_env")
+        self._ray = ray
+        self.num_envs = num_envs
+        self.ranges = split_envs(num_envs, shards)
+        self.step_timeout_s = step_timeout_s
+        self.closed = False
+        self._actors: list[Any] = []
+        self._pending: list[Any] | None = None
+        env_fn = env_fn or make_showdown_vector_env
+        options = {"scheduling_strategy": "SPREAD", **(actor_options or {})}
+        remote_cls = ray.remote(ShardActor)
+        for k, envs in enumerate(self.ranges):
+            actor = remote_cls.options(num_cpus=cpus_per_shard, **options).remote(
+                k, env_fn, len(envs), _shard_kwargs(env_kwargs or {}, k, envs)
+            )
+            self._actors.append(actor)
+        self.node_ips = ["unknown (starting)"] * shards
+        try:
+            described = self._gather([a.describe.remote() for a in self._actors], "start")
+        except BaseException:
+            self.close()
+            raise
+        self.node_ips = [d["node_ip"] for d in described]
+        first = described[0]
+        for k, d in enumerate(described[1:], start=1):
+            if d["single_observation_space"] != first["single_observation_space"] or (
+                d["single_action_space"] != first["single_action_space"]
+            ):
+                self.close()
+                raise ValueError(f"shard {k} has different spaces from shard 0")
+            if d["metadata"].get("autoreset_mode") != first["metadata"].get("autoreset_mode"):
+                self.close()
+                raise ValueError(f"shard {k} has a different autoreset mode from shard 0")
+        self.single_observation_space = first["single_observation_space"]
+        self.single_action_space = first["single_action_space"]
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.metadata = first["metadata"]
+        self.render_mode = first["render_mode"]
+        log.info(
+            "RayVectorEnv: %d envs in %d shards on nodes %s",
+            num_envs,
+            shards,
+            ", ".join(sorted(set(self.node_ips))),
+        )
+
+    @property
+    def shards(self) -> int:
+        return len(self._actors)
+
+    @property
+    def actors(self) -> list[Any]:
+        """The shard actor handles (for inspection or failure tests)."""
+        return list(self._actors)
+
+    def reset(
+        self,
+        *,
+        seed: int | list[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Resets every shard; an int seed gives env i the seed `seed + i`, as locally."""
+        super().reset(seed=seed)
+        if isinstance(seed, int):
+            seeds: list[Any] = [seed + envs.start for envs in self.ranges]
+        elif seed is None:
+            seeds = [None] * self.shards
+        else:
+            if len(seed) != self.num_envs:
+                raise ValueError(f"got {len(seed)} seeds for {self.num_envs} envs")
+            seeds = [list(seed[envs.start : envs.stop]) for envs in self.ranges]
+        refs = [a.reset.remote(s, options) for a, s in zip(self._actors, seeds, strict=True)]
+        results = self._gather(refs, "reset")
+        obs = concatenate_batches([r[0] for r in results])
+        return obs, merge_infos([r[1] for r in results], self.ranges)
+
+    def step_async(self, actions: Any) -> None:
+        """Sends every shard its slice of `actions` (returns at once)."""
+        if self._pending is not None:
+            raise RuntimeError("step_async called twice without step_wait")
+        self._pending = [
+            a.step.remote(slice_batch(actions, envs))
+            for a, envs in zip(self._actors, self.ranges, strict=True)
+        ]
+
+    def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Waits for all shards and concatenates their results."""
+        if self._pending is None:
+            raise RuntimeError("step_wait called without step_async")
+        refs, self._pending = self._pending, None
+        results = self._gather(refs, "step")
+        obs = concatenate_batches([r[0] for r in results])
+        rewards = np.concatenate([r[1] for r in results])
+        terminated = np.concatenate([r[2] for r in results])
+        truncated = np.concatenate([r[3] for r in results])
+        return (
+            obs,
+            rewards,
+            terminated,
+            truncated,
+            merge_infos([r[4] for r in results], self.ranges),
+        )
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        self.step_async(actions)
+        return self.step_wait()
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Calls `name` on every sub-env; results in env order, as `AsyncVectorEnv.call`."""
+        results = self._gather([a.call.remote(name, args, kwargs) for a in self._actors], "call")
+        return tuple(item for part in results for item in part)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        results = self._gather([a.get_attr.remote(name) for a in self._actors], "get_attr")
+        return tuple(item for part in results for item in part)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        if not isinstance(values, list | tuple):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"got {len(values)} values for {self.num_envs} envs")
+        refs = [
+            a.set_attr.remote(name, list(values[envs.start : envs.stop]))
+            for a, envs in zip(self._actors, self.ranges, strict=True)
+        ]
+        self._gather(refs, "set_attr")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Closes every shard (stopping its servers), then ends the actors; never raises."""
+        ray, actors = self._ray, self._actors
+        self._actors, self._pending = [], None
+        if not actors or not ray.is_initialized():
+            return
+        refs = [a.close.remote() for a in actors]
+        for k, ref in enumerate(refs):
+            try:
+                ray.get(ref, timeout=60)
+            except Exception as exc:  # a dead shard has nothing left to close
+                log.warning("closing Ray shard %d: %s", k, _describe_cause(ray, exc))
+        for actor in actors:
+            with contextlib.suppress(Exception):  # already gone
+                ray.kill(actor)
+
+    def _gather(self, refs: list[Any], what: str) -> list[Any]:
+        """`ray.get` of one call per shard; a failure becomes `ShardFailedError`."""
+        ray = self._ray
+        try:
+            return ray.get(refs, timeout=self.step_timeout_s)
+        except (ray.exceptions.RayError, TimeoutError):
+            pass
+        for k, ref in enumerate(refs):  # find the (first) shard that failed and why
+            try:
+                ray.get(ref, timeout=self.step_timeout_s)
+            except (ray.exceptions.RayError, TimeoutError) as exc:
+                raise ShardFailedError(
+                    k, self.ranges[k], self.node_ips[k], f"{what}: {_describe_cause(ray, exc)}"
+                ) from exc
+        raise RuntimeError(f"Ray {what} failed but no shard reported an error")  # unreachable
+
+    def __repr__(self) -> str:
+        return f"RayVectorEnv(num_envs={self.num_envs}, shards={len(self.ranges)})"
+
+
+def _describe_cause(ray: Any, exc: BaseException) -> str:
+    if isinstance(exc, ray.exceptions.GetTimeoutError | TimeoutError):
+        return "timed out (no answer within step_timeout_s)"
+    if isinstance(exc, ray.exceptions.RayActorError):
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"actor died ({type(exc).__name__}): {first_line}"
+    if isinstance(exc, ray.exceptions.RayTaskError):
+        cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+        return f"exception in shard: {type(cause).__name__}: {cause}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _shard_kwargs(env_kwargs: dict[str, Any], shard: int, envs: range) -> dict[str, Any]:
+    kwargs = dict(env_kwargs)
+    if kwargs.get("seed") is not None:
+        kwargs["seed"] = int(kwargs["seed"]) + envs.start
+    if kwargs.get("log_dir") is not None:
+        kwargs["log_dir"] = str(Path(kwargs["log_dir"]).absolute() / f"shard{shard}")
+    return kwargs
+
+
+def make_ray_vector_env(
+    num_envs: int,
+    shards: int,
+    cpus_per_shard: float = 1,
+    address: str | None = None,
+    *,
+    env_fn: EnvFn | None = None,
+    actor_options: dict[str, Any] | None = None,
+    step_timeout_s: float | None = None,
+    **make_vector_env_kwargs: Any,
+) -> RayVectorEnv:
+    """Connects to Ray (`ray.init(address=...)` unless already initialised) and builds a
+    `RayVectorEnv` whose shards call `env_fn` (default `mapleenv.make_vector_env`) with
+    `make_vector_env_kwargs`. `address=None` starts a local Ray instance; `"auto"` joins the
+    cluster this machine belongs to; `"ray://host:10001"` uses Ray Client."""
+    ray = _import_ray()
+    if not ray.is_initialized():
+        log.info("starting Ray (address=%s)", address)
+        ray.init(address=address, log_to_driver=True)
+    return RayVectorEnv(
+        num_envs,
+        shards,
+        env_fn=env_fn,
+        env_kwargs=make_vector_env_kwargs,
+        cpus_per_shard=cpus_per_shard,
+        actor_options=actor_options,
+        step_timeout_s=step_timeout_s,
+    )

@@ -1,0 +1,105 @@
+"""RayVectorEnv against a local Ray instance started here (2 CPUs, no dashboard)."""
+
+import functools
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from mapleenv.ray_vector import RayVectorEnv, ShardFailedError  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(300)]
+
+CARTPOLE = functools.partial(
+    gym.make_vec, "CartPole-v1", wrappers=[gym.wrappers.RecordEpisodeStatistics]
+)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def _cartpole_shards(num_envs: int, mode: str = "sync") -> RayVectorEnv:
+    kwargs = {"vectorization_mode": mode}
+    if mode == "async":
+        kwargs["vector_kwargs"] = {"context": "spawn"}
+    return RayVectorEnv(num_envs, 2, env_fn=CARTPOLE, env_kwargs=kwargs, cpus_per_shard=1)
+
+
+def test_two_shards_match_the_local_vector_env(local_ray):
+    """Same seeds and actions: identical obs, rewards, dones and merged episode infos."""
+    local = CARTPOLE(num_envs=5, vectorization_mode="sync")
+    sharded = _cartpole_shards(5, mode="async")  # shards own spawned AsyncVectorEnvs
+    try:
+        assert sharded.observation_space == local.observation_space
+        assert sharded.action_space == local.action_space
+        assert sharded.metadata["autoreset_mode"] == local.metadata["autoreset_mode"]
+        assert len(set(sharded.node_ips)) == 1 and sharded.node_ips[0] != "unknown (starting)"
+
+        obs, _ = sharded.reset(seed=7)
+        local_obs, _ = local.reset(seed=7)
+        np.testing.assert_array_equal(obs, local_obs)
+        rng = np.random.default_rng(0)
+        episodes = 0
+        for _ in range(120):
+            actions = rng.integers(0, 2, size=5)
+            obs, rew, term, trunc, info = sharded.step(actions)
+            l_obs, l_rew, l_term, l_trunc, l_info = local.step(actions)
+            np.testing.assert_array_equal(obs, l_obs)
+            np.testing.assert_array_equal(rew, l_rew)
+            np.testing.assert_array_equal(term, l_term)
+            np.testing.assert_array_equal(trunc, l_trunc)
+            assert info.keys() == l_info.keys()
+            if "episode" in info:
+                episodes += int(info["_episode"].sum())
+                np.testing.assert_array_equal(info["_episode"], l_info["_episode"])
+                np.testing.assert_array_equal(info["episode"]["r"], l_info["episode"]["r"])
+                np.testing.assert_array_equal(info["episode"]["l"], l_info["episode"]["l"])
+        assert episodes > 5  # random CartPole episodes end within ~25 steps
+        assert sharded.get_attr("spec")[0].id == "CartPole-v1"
+        assert sharded.call("render") == (None,) * 5
+    finally:
+        sharded.close()
+        local.close()
+    assert sharded.closed
+
+
+def test_killed_shard_raises_shard_failed_error(local_ray):
+    env = _cartpole_shards(4)
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros(4, dtype=np.int64))
+        node_ip = env.node_ips[1]
+        ray.kill(env.actors[1])
+        with pytest.raises(ShardFailedError) as caught:
+            for _ in range(50):  # the kill lands asynchronously
+                env.step(np.zeros(4, dtype=np.int64))
+        err = caught.value
+        assert (err.shard, err.envs, err.node_ip) == (1, range(2, 4), node_ip)
+        assert "actor died" in err.cause
+        assert f"Ray shard 1 (envs 2..3) on node {node_ip}" in str(err)
+    finally:
+        env.close()  # must not raise with a dead shard
+    assert env.closed
+
+
+def test_exception_inside_a_shard_names_that_shard(local_ray):
+    env = _cartpole_shards(4)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(ShardFailedError, match=r"shard 0 .*exception in shard") as caught:
+            env.step(np.array([5, 0, 0, 0]))  # 5 is not a CartPole action
+        assert caught.value.shard == 0
+    finally:
+        env.close()
+
+
+def test_shard_that_fails_to_start_is_reported(local_ray):
+    with pytest.raises(ShardFailedError, match="start: actor died") as caught:
+        RayVectorEnv(2, 2, env_fn=functools.partial(gym.make_vec, "NoSuchEnv-v0"))
+    assert caught.value.shard == 0
