@@ -5,6 +5,7 @@ import functools
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 ray = pytest.importorskip("ray")
 
@@ -24,17 +25,26 @@ def local_ray():
     ray.shutdown()
 
 
-def _cartpole_shards(num_envs: int, mode: str = "sync") -> RayVectorEnv:
-    kwargs = {"vectorization_mode": mode}
+def _cartpole_shards(
+    num_envs: int, mode: str = "sync", autoreset: AutoresetMode = AutoresetMode.NEXT_STEP
+) -> RayVectorEnv:
+    vector_kwargs: dict = {"autoreset_mode": autoreset}
     if mode == "async":
-        kwargs["vector_kwargs"] = {"context": "spawn"}
+        vector_kwargs["context"] = "spawn"
+    kwargs = {"vectorization_mode": mode, "vector_kwargs": vector_kwargs}
     return RayVectorEnv(num_envs, 2, env_fn=CARTPOLE, env_kwargs=kwargs, cpus_per_shard=1)
 
 
-def test_two_shards_match_the_local_vector_env(local_ray):
+@pytest.mark.parametrize(
+    ("mode", "autoreset"),
+    [("async", AutoresetMode.NEXT_STEP), ("sync", AutoresetMode.SAME_STEP)],
+)
+def test_two_shards_match_the_local_vector_env(local_ray, mode, autoreset):
     """Same seeds and actions: identical obs, rewards, dones and merged episode infos."""
-    local = CARTPOLE(num_envs=5, vectorization_mode="sync")
-    sharded = _cartpole_shards(5, mode="async")  # shards own spawned AsyncVectorEnvs
+    local = CARTPOLE(
+        num_envs=5, vectorization_mode="sync", vector_kwargs={"autoreset_mode": autoreset}
+    )
+    sharded = _cartpole_shards(5, mode=mode, autoreset=autoreset)
     try:
         assert sharded.observation_space == local.observation_space
         assert sharded.action_space == local.action_space
@@ -55,11 +65,17 @@ def test_two_shards_match_the_local_vector_env(local_ray):
             np.testing.assert_array_equal(term, l_term)
             np.testing.assert_array_equal(trunc, l_trunc)
             assert info.keys() == l_info.keys()
-            if "episode" in info:
-                episodes += int(info["_episode"].sum())
-                np.testing.assert_array_equal(info["_episode"], l_info["_episode"])
-                np.testing.assert_array_equal(info["episode"]["r"], l_info["episode"]["r"])
-                np.testing.assert_array_equal(info["episode"]["l"], l_info["episode"]["l"])
+            ep, l_ep = info, l_info
+            if autoreset == AutoresetMode.SAME_STEP and "final_info" in info:
+                ep, l_ep = info["final_info"], l_info["final_info"]
+                np.testing.assert_array_equal(info["_final_obs"], l_info["_final_obs"])
+                for got, want in zip(info["final_obs"], l_info["final_obs"], strict=True):
+                    np.testing.assert_array_equal(got, want)
+            if "episode" in ep:
+                episodes += int(ep["_episode"].sum())
+                np.testing.assert_array_equal(ep["_episode"], l_ep["_episode"])
+                np.testing.assert_array_equal(ep["episode"]["r"], l_ep["episode"]["r"])
+                np.testing.assert_array_equal(ep["episode"]["l"], l_ep["episode"]["l"])
         assert episodes > 5  # random CartPole episodes end within ~25 steps
         assert sharded.get_attr("spec")[0].id == "CartPole-v1"
         assert sharded.call("render") == (None,) * 5
