@@ -160,6 +160,9 @@ class ShardActor:
             "render_mode": self.env.render_mode,
         }
 
+    def ping(self) -> None:
+        """No-op: its round trip is the Ray cost of one call."""
+
     def reset(self, seed: int | list[int | None] | None, options: dict | None) -> tuple:
         return self.env.reset(seed=seed, options=options)
 

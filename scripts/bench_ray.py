@@ -1,0 +1,155 @@
+"""Benchmark: per-step cost of Ray shards vs the in-process vector env, same env count.
+
+Builds both vector envs once (local: `mapleenv.make_vector_env` / Gymnasium `AsyncVectorEnv`;
+Ray: `RayVectorEnv` with `--shards` actors on a local Ray instance), then times them in
+alternating blocks so both see the same machine load, and prints JSON with the median
+steps/s of each, their ratio and the implied Ray round-trip per vector step.
+
+    python scripts/bench_ray.py --env showdown --num-envs 4 --shards 2
+    python scripts/bench_ray.py --env cartpole --num-envs 4 --shards 2   # pure overhead
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+def random_actions(obs: Any, num_envs: int, n_actions: int, rng: np.random.Generator) -> np.ndarray:
+    """Uniform over the legal actions when the obs carries an action mask."""
+    if isinstance(obs, dict) and "action_mask" in obs:
+        mask = np.asarray(obs["action_mask"], dtype=bool)
+        return np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in mask])
+    return rng.integers(0, n_actions, size=num_envs)
+
+
+def time_block(env: Any, obs: Any, steps: int, rng: np.random.Generator) -> tuple[float, Any]:
+    """Env steps per second over `steps` vector steps, and the last observation."""
+    n_actions = int(env.single_action_space.n)
+    start = time.perf_counter()
+    for _ in range(steps):
+        obs, *_ = env.step(random_actions(obs, env.num_envs, n_actions, rng))
+    return steps * env.num_envs / (time.perf_counter() - start), obs
+
+
+def ping_ms(ray: Any, actors: list[Any], rounds: int) -> float:
+    """Milliseconds per round of no-op calls to all shard actors (the bare Ray cost)."""
+    start = time.perf_counter()
+    for _ in range(rounds):
+        ray.get([actor.ping.remote() for actor in actors])
+    return 1000 * (time.perf_counter() - start) / rounds
+
+
+def env_factory(args: argparse.Namespace, log_dir: str) -> tuple[Any, dict[str, Any]]:
+    """(env_fn, kwargs) building one vector env, locally or inside a shard."""
+    if args.env == "cartpole":
+        fn = functools.partial(gym.make_vec, "CartPole-v1")
+        return fn, {"vectorization_mode": "async", "vector_kwargs": {"context": "spawn"}}
+    from mapleenv.ray_vector import make_showdown_vector_env
+
+    kwargs = {"battle_format": args.battle_format, "opponent": args.opponent, "log_dir": log_dir}
+    return make_showdown_vector_env, kwargs
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", choices=["showdown", "cartpole"], default="showdown")
+    parser.add_argument("--num-envs", type=int, default=4)
+    parser.add_argument("--shards", type=int, default=2)
+    parser.add_argument("--cpus-per-shard", type=float, default=1)
+    parser.add_argument("--steps", type=int, default=200, help="vector steps per timed block")
+    parser.add_argument("--repeats", type=int, default=3, help="timed blocks per variant")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed vector steps first")
+    parser.add_argument("--battle-format", default="gen9randombattle")
+    parser.add_argument("--opponent", default="random")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    import ray
+
+    from mapleenv.ray_vector import RayVectorEnv
+
+    ray.init(
+        address="local",
+        num_cpus=max(2, int(args.shards * args.cpus_per_shard)),
+        include_dashboard=False,
+        log_to_driver=False,
+    )
+    rng = np.random.default_rng(args.seed)
+    envs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_ray_") as tmp:
+        try:
+            env_fn, kwargs = env_factory(args, os.path.join(tmp, "local"))
+            envs["local"] = env_fn(num_envs=args.num_envs, **kwargs)
+            env_fn, kwargs = env_factory(args, os.path.join(tmp, "ray"))
+            envs["ray"] = RayVectorEnv(
+                args.num_envs,
+                args.shards,
+                env_fn=env_fn,
+                env_kwargs=kwargs,
+                cpus_per_shard=args.cpus_per_shard,
+            )
+            last_obs = {}
+            for name, env in envs.items():
+                obs, _ = env.reset(seed=args.seed)
+                _, last_obs[name] = time_block(env, obs, args.warmup, rng)
+            rates: dict[str, list[float]] = {name: [] for name in envs}
+            pings: list[float] = []
+            for _ in range(args.repeats):  # alternate so both see the same load
+                for name, env in envs.items():
+                    rate, last_obs[name] = time_block(env, last_obs[name], args.steps, rng)
+                    rates[name].append(rate)
+                pings.append(ping_ms(ray, envs["ray"].actors, args.steps))
+        finally:
+            for env in envs.values():
+                env.close()
+            ray.shutdown()
+
+    local_sps = statistics.median(rates["local"])
+    ray_sps = statistics.median(rates["ray"])
+    result = {
+        "benchmark": "ray_vs_local_vector_env",
+        "env": args.env,
+        "num_envs": args.num_envs,
+        "shards": args.shards,
+        "steps_per_block": args.steps,
+        "repeats": args.repeats,
+        "local_steps_per_s": rates["local"],
+        "ray_steps_per_s": rates["ray"],
+        "local_median_steps_per_s": round(local_sps, 1),
+        "ray_median_steps_per_s": round(ray_sps, 1),
+        "ray_over_local": round(ray_sps / local_sps, 3),
+        # extra wall time per vector step that the Ray path costs (negative: Ray was faster)
+        "ray_extra_ms_per_vector_step": round(
+            1000 * (args.num_envs / ray_sps - args.num_envs / local_sps), 3
+        ),
+        "ray_noop_round_trip_ms": [round(p, 3) for p in pings],
+        "ray_noop_round_trip_median_ms": round(statistics.median(pings), 3),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "ray": ray.__version__,
+        },
+        "command": " ".join([sys.executable.rsplit("/", 1)[-1], *sys.argv]),
+    }
+    result["local_steps_per_s"] = [round(r, 1) for r in rates["local"]]
+    result["ray_steps_per_s"] = [round(r, 1) for r in rates["ray"]]
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
