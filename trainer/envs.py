@@ -1,0 +1,84 @@
+"""Build the vector env a run trains on: Showdown battles or any Gymnasium env."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from pathlib import Path
+
+import gymnasium as gym
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from trainer.config import EnvConfig, GymEnvConfig, ShowdownEnvConfig
+
+log = logging.getLogger(__name__)
+
+
+def make_envs(
+    cfg: EnvConfig, seed: int | None = None, log_dir: str | Path | None = None
+) -> VectorEnv:
+    """A vector env for ``cfg`` (``kind`` ``showdown`` or ``gym``)."""
+    if cfg.num_envs < 1:
+        raise ValueError(f"env.num_envs must be >= 1, got {cfg.num_envs}")
+    if isinstance(cfg, ShowdownEnvConfig) or cfg.kind == "showdown":
+        return _make_showdown(cfg, seed, log_dir)  # type: ignore[arg-type]
+    if isinstance(cfg, GymEnvConfig) or cfg.kind == "gym":
+        return _make_gym(cfg)  # type: ignore[arg-type]
+    raise ValueError(f"env.kind must be 'showdown' or 'gym', got {cfg.kind!r}")
+
+
+def autoreset_mode(envs: VectorEnv) -> AutoresetMode:
+    """The vector env's autoreset mode (Gymnasium's default NEXT_STEP if it does not say)."""
+    mode = envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+    mode = AutoresetMode(mode) if not isinstance(mode, AutoresetMode) else mode
+    if mode == AutoresetMode.DISABLED:
+        raise ValueError("vector envs with autoreset disabled are not supported")
+    return mode
+
+
+def _make_gym(cfg: GymEnvConfig) -> VectorEnv:
+    try:
+        gym.spec(cfg.id)
+    except gym.error.Error as exc:
+        raise ValueError(f"env.id {cfg.id!r} is not a registered Gymnasium env: {exc}") from exc
+    if cfg.vectorization not in ("sync", "async"):
+        raise ValueError(f"env.vectorization must be 'sync' or 'async', got {cfg.vectorization!r}")
+    vector_kwargs: dict = {"autoreset_mode": AutoresetMode.SAME_STEP}
+    if cfg.vectorization == "async" and cfg.context:
+        vector_kwargs["context"] = cfg.context
+    return gym.make_vec(
+        cfg.id,
+        num_envs=cfg.num_envs,
+        vectorization_mode=cfg.vectorization,
+        vector_kwargs=vector_kwargs,
+        **dict(cfg.kwargs),
+    )
+
+
+def _make_showdown(
+    cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None
+) -> VectorEnv:
+    try:
+        import mapleenv
+    except ImportError as exc:  # pragma: no cover - mapleenv ships with Maple
+        raise RuntimeError(f"env=showdown needs the mapleenv package: {exc}") from exc
+    make_vector_env = getattr(mapleenv, "make_vector_env", None)
+    if make_vector_env is None:
+        raise RuntimeError("mapleenv.make_vector_env is missing (mapleenv not built yet?)")
+    kwargs = dict(
+        battle_format=cfg.battle_format,
+        opponent=cfg.opponent,
+        servers=cfg.servers,
+        server_url=cfg.server_url,
+        log_dir=str(log_dir) if log_dir is not None else None,
+        encoder=cfg.encoder,
+        reward=dict(cfg.reward) if cfg.reward is not None else None,
+        max_turns=cfg.max_turns,
+        backend=cfg.backend,
+        context=cfg.context,
+        seed=seed,
+    )
+    if "autoreset_mode" in inspect.signature(make_vector_env).parameters:
+        kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
+    log.info("starting %d Showdown env(s): %s vs %s", cfg.num_envs, cfg.battle_format, cfg.opponent)
+    return make_vector_env(cfg.num_envs, **kwargs)

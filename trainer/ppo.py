@@ -1,0 +1,133 @@
+"""Sequence PPO update over BPTT chunks (clipped surrogate, value loss, entropy)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from trainer.buffer import ChunkBatch
+from trainer.config import PPOConfig
+from trainer.policy import ActorCritic, log_prob_entropy
+
+
+@dataclass
+class MinibatchEval:
+    """The policy's outputs on a minibatch of chunks, ``[L, B]`` each."""
+
+    logp: torch.Tensor
+    entropy: torch.Tensor
+    values: torch.Tensor
+
+
+def evaluate_chunks(policy: ActorCritic, batch: ChunkBatch, idx: torch.Tensor) -> MinibatchEval:
+    """Replay chunks ``idx`` from their stored start states, one batched forward.
+
+    The same episode-start masks as in the rollout reset the state inside chunks, so before
+    any update the log-probs equal the rollout's.
+    """
+    hidden = tuple(h[:, idx] for h in batch.hidden)
+    logits, values, _ = policy(
+        batch.obs[:, idx], batch.action_mask[:, idx], hidden, batch.episode_start[:, idx]
+    )
+    logp, entropy = log_prob_entropy(logits, batch.action_mask[:, idx], batch.actions[:, idx])
+    return MinibatchEval(logp=logp, entropy=entropy, values=values)
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    return (x * mask).sum() / count
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor) -> float:
+    """``1 - Var(returns - values) / Var(returns)`` over valid steps (NaN if undefined)."""
+    keep = valid.bool()
+    y, pred = returns[keep], values[keep]
+    if y.numel() < 2:
+        return float("nan")
+    var_y = torch.var(y)
+    return float("nan") if var_y == 0 else float(1.0 - torch.var(y - pred) / var_y)
+
+
+def ppo_update(
+    policy: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    batch: ChunkBatch,
+    cfg: PPOConfig,
+    generator: torch.Generator | None = None,
+    autocast_bf16: bool = False,
+) -> dict[str, float]:
+    """Run ``cfg.epochs`` epochs of minibatches of chunks; returns mean statistics."""
+    num_chunks = batch.num_chunks
+    num_mb = max(1, min(cfg.num_minibatches, num_chunks))
+    advantages = batch.advantages
+    if cfg.norm_adv:
+        keep = batch.valid.bool()
+        adv = advantages[keep]
+        advantages = (advantages - adv.mean()) / (adv.std() + 1e-8) * batch.valid
+    device_type = batch.obs.device.type
+    autocast = (
+        torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+        if autocast_bf16
+        else contextlib.nullcontext()
+    )
+    stats: dict[str, list[torch.Tensor]] = {
+        k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac")
+    }
+    epochs_run = 0
+    stop = False
+    for _ in range(cfg.epochs):
+        perm = torch.randperm(num_chunks, generator=generator).to(batch.obs.device)
+        for idx in torch.tensor_split(perm, num_mb):
+            valid = batch.valid[:, idx]
+            count = valid.sum().clamp(min=1.0)
+            with autocast:
+                out = evaluate_chunks(policy, batch, idx)
+            logratio = out.logp - batch.logp[:, idx]
+            ratio = logratio.exp()
+            adv = advantages[:, idx]
+            pg_loss = _masked_mean(
+                torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)),
+                valid,
+                count,
+            )
+            returns, old_values = batch.returns[:, idx], batch.values[:, idx]
+            v_loss = (out.values - returns) ** 2
+            if cfg.clip_vloss:
+                v_clipped = old_values + (out.values - old_values).clamp(
+                    -cfg.clip_coef, cfg.clip_coef
+                )
+                v_loss = torch.max(v_loss, (v_clipped - returns) ** 2)
+            v_loss = 0.5 * _masked_mean(v_loss, valid, count)
+            entropy = _masked_mean(out.entropy, valid, count)
+            loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
+
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip_norm > 0:
+                nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip_norm)
+            optimizer.step()
+
+            with torch.no_grad():
+                approx_kl = _masked_mean((ratio - 1) - logratio, valid, count)
+                clip_frac = _masked_mean(((ratio - 1).abs() > cfg.clip_coef).float(), valid, count)
+            for key, value in (
+                ("policy_loss", pg_loss),
+                ("value_loss", v_loss),
+                ("entropy", entropy),
+                ("approx_kl", approx_kl),
+                ("clip_frac", clip_frac),
+            ):
+                stats[key].append(value.detach().float())
+            if cfg.target_kl is not None and float(approx_kl) > cfg.target_kl:
+                stop = True
+                break
+        epochs_run += 1
+        if stop:
+            break
+    means = torch.stack([torch.stack(v).mean() for v in stats.values()]).tolist()
+    result = dict(zip(stats, means, strict=True))
+    result["epochs"] = float(epochs_run)
+    result["explained_variance"] = explained_variance(batch.values, batch.returns, batch.valid)
+    return result

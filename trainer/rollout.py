@@ -1,0 +1,171 @@
+"""Collect rollouts from a vector env with one batched policy and per-env recurrent state.
+
+The collector owns the state ``(h, c)`` ``[layers, N, state]`` on the device; the policy
+zeroes it for envs whose ``episode_start`` is set. Each step makes one batched forward,
+sends the observations to the device once and brings only the actions back.
+
+Autoreset (Gymnasium 1.x) is handled for both modes:
+
+* ``SAME_STEP`` (what the trainer asks for): the obs after a done is already the reset obs;
+  a truncated episode bootstraps from ``V(final_obs)`` evaluated with the state *after* the
+  final step (one extra batched forward of the truncated envs only).
+* ``NEXT_STEP`` (Gymnasium's default): the obs after a done is the final obs and the next
+  step is a dummy (action ignored, reward 0, reset obs returned). That step is stored with
+  ``valid = 0`` (no loss) and its value, computed from the final obs with the episode's
+  state, is exactly the bootstrap value a truncated episode needs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from trainer.buffer import RolloutBuffer
+from trainer.envs import autoreset_mode
+from trainer.policy import ActorCritic, sample_actions
+from trainer.spaces import ObsAdapter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EpisodeStats:
+    """Episodes finished during one rollout."""
+
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    wins: list[bool] = field(default_factory=list)  # only episodes whose info had ``won``
+
+
+class RolloutCollector:
+    """Steps ``envs`` with ``policy`` and fills a :class:`RolloutBuffer`."""
+
+    def __init__(
+        self,
+        envs: VectorEnv,
+        policy: ActorCritic,
+        adapter: ObsAdapter,
+        device: torch.device,
+        seed: int | None = None,
+    ) -> None:
+        self.envs, self.policy, self.adapter, self.device = envs, policy, adapter, device
+        self.num_envs = envs.num_envs
+        self.mode = autoreset_mode(envs)
+        obs, _ = envs.reset(seed=seed)
+        self.obs_np, self.mask_np = adapter.batch(obs)
+        self.hidden = policy.initial_state(self.num_envs, device)
+        self.episode_start_np = np.ones(self.num_envs, dtype=bool)
+        self.pending_reset = np.zeros(self.num_envs, dtype=bool)  # next step is a dummy
+        self.ep_return = np.zeros(self.num_envs, dtype=np.float64)
+        self.ep_length = np.zeros(self.num_envs, dtype=np.int64)
+        pin = device.type == "cuda"
+        self._obs_host = torch.empty(self.num_envs, adapter.obs_dim, pin_memory=pin)
+        self._mask_host = torch.empty(
+            self.num_envs, adapter.n_actions, dtype=torch.bool, pin_memory=pin
+        )
+        self._start_host = torch.empty(self.num_envs, pin_memory=pin)
+        self._obs_last = torch.empty(self.num_envs, adapter.obs_dim, device=device)
+        self._mask_last = torch.empty(
+            self.num_envs, adapter.n_actions, dtype=torch.bool, device=device
+        )
+        log.info("rollout: %d envs, autoreset mode %s", self.num_envs, self.mode.name)
+
+    def _upload(self, obs_dst: torch.Tensor, mask_dst: torch.Tensor) -> torch.Tensor:
+        """Copy the current obs/mask into device tensors; returns episode_start on device."""
+        self._obs_host.numpy()[:] = self.obs_np
+        self._mask_host.numpy()[:] = self.mask_np
+        self._start_host.numpy()[:] = self.episode_start_np
+        obs_dst.copy_(self._obs_host, non_blocking=True)
+        mask_dst.copy_(self._mask_host, non_blocking=True)
+        return self._start_host.to(self.device, non_blocking=True)
+
+    @torch.no_grad()
+    def collect(self, buffer: RolloutBuffer) -> EpisodeStats:
+        """Run ``buffer.steps`` vector steps into ``buffer`` and compute its last value."""
+        stats = EpisodeStats()
+        same_step = self.mode == AutoresetMode.SAME_STEP
+        for t in range(buffer.steps):
+            start = self._upload(buffer.obs[t], buffer.action_mask[t])
+            buffer.episode_start[t] = start
+            if buffer.is_chunk_start(t):
+                buffer.store_chunk_hidden(t, self.hidden)
+            logits, value, new_hidden = self.policy(
+                buffer.obs[t], buffer.action_mask[t], self.hidden, start
+            )
+            actions, logp = sample_actions(logits)
+            buffer.actions[t], buffer.logp[t], buffer.values[t] = actions, logp, value
+            actions_np = actions.cpu().numpy()
+
+            obs, rewards, terminated, truncated, info = self.envs.step(actions_np)
+            valid = ~self.pending_reset
+            done = (terminated | truncated) & valid
+            buffer.rewards[t] = rewards
+            buffer.terminated[t], buffer.truncated[t] = terminated, truncated
+            buffer.valid[t] = valid
+            buffer.has_final_value[t] = False
+            if same_step and (truncated & ~terminated).any():
+                self._bootstrap_truncated(buffer, t, truncated & ~terminated, info, new_hidden)
+            self._track_episodes(
+                stats, rewards, valid, done, info.get("final_info", {}) if same_step else info
+            )
+
+            self.obs_np, self.mask_np = self.adapter.batch(obs)
+            self.hidden = new_hidden
+            if same_step:
+                self.episode_start_np = done.copy()
+            else:
+                self.episode_start_np = self.pending_reset.copy()
+                self.pending_reset = done.copy()
+
+        # Value of the observation after the last step (the state is not advanced).
+        start = self._upload(self._obs_last, self._mask_last)
+        _, value, _ = self.policy(self._obs_last, self._mask_last, self.hidden, start)
+        buffer.last_value.copy_(value)
+        return stats
+
+    def _bootstrap_truncated(
+        self,
+        buffer: RolloutBuffer,
+        t: int,
+        truncated: np.ndarray,
+        info: dict[str, Any],
+        new_hidden: tuple[torch.Tensor, ...],
+    ) -> None:
+        """Store ``V(final_obs)`` for truncated envs, from the state after their last step."""
+        final_obs = info.get("final_obs")
+        idx = np.flatnonzero(truncated)
+        if final_obs is None:
+            log.warning("truncated episode without final_obs; bootstrapping from the next value")
+            return
+        pairs = [self.adapter.single(final_obs[i]) for i in idx]
+        obs = torch.from_numpy(np.stack([p[0] for p in pairs])).to(self.device)
+        mask = torch.from_numpy(np.stack([p[1] for p in pairs])).to(self.device)
+        idx_t = torch.from_numpy(idx).to(self.device)
+        hidden = tuple(h[:, idx_t] for h in new_hidden)
+        _, value, _ = self.policy(obs, mask, hidden, torch.zeros(len(idx), device=self.device))
+        buffer.final_values[t, idx_t] = value
+        buffer.has_final_value[t, idx] = True
+
+    def _track_episodes(
+        self,
+        stats: EpisodeStats,
+        rewards: np.ndarray,
+        valid: np.ndarray,
+        done: np.ndarray,
+        info: dict[str, Any],
+    ) -> None:
+        self.ep_return += np.where(valid, rewards, 0.0)
+        self.ep_length += valid
+        won, has_won = info.get("won"), info.get("_won")
+        for i in np.flatnonzero(done):
+            stats.returns.append(float(self.ep_return[i]))
+            stats.lengths.append(int(self.ep_length[i]))
+            if won is not None and (has_won is None or has_won[i]):
+                stats.wins.append(bool(won[i]))
+        self.ep_return[done] = 0.0
+        self.ep_length[done] = 0
