@@ -1,0 +1,190 @@
+"""Typed Hydra configs for the trainer, registered in Hydra's ConfigStore.
+
+The YAML files in ``conf/`` extend these schemas, so an unknown key or a value of the wrong
+type fails when Hydra composes the config, before anything starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+
+@dataclass
+class EnvConfig:
+    """Fields every environment config has."""
+
+    kind: str = MISSING
+    num_envs: int = 8
+
+
+@dataclass
+class ShowdownEnvConfig(EnvConfig):
+    """Pokémon Showdown battles; the fields map to ``mapleenv.make_vector_env`` kwargs."""
+
+    kind: str = "showdown"
+    battle_format: str = "gen9randombattle"
+    # A name (``random``, ``max_power``, ``heuristic``, ``policy:<ckpt>``); typed Any so a
+    # mix of opponents (a dict) can be given later without a schema change.
+    opponent: Any = "random"
+    servers: int = 1
+    server_url: str | None = None
+    encoder: str = "simple"
+    reward: dict[str, float] | None = None
+    max_turns: int | None = None
+    backend: str = "server"
+    context: str = "spawn"
+
+
+@dataclass
+class GymEnvConfig(EnvConfig):
+    """Any registered Gymnasium env with a Discrete action space."""
+
+    kind: str = "gym"
+    id: str = "CartPole-v1"
+    vectorization: str = "sync"  # sync | async
+    context: str | None = None  # multiprocessing context for async (None: Gymnasium default)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ModelConfig:
+    """Actor-critic network; ``kind=mlp`` ignores the recurrent fields."""
+
+    kind: str = "lstm"  # lstm | mlp
+    encoder_sizes: list[int] = field(default_factory=lambda: [256])
+    hidden_size: int = 256
+    num_layers: int = 1
+    head_sizes: list[int] = field(default_factory=list)
+    shared_trunk: bool = True
+    activation: str = "tanh"  # tanh | relu
+
+
+@dataclass
+class PPOConfig:
+    """Sequence PPO hyperparameters."""
+
+    rollout_steps: int = 128  # T: steps per env per rollout
+    bptt: int = 16  # chunk length for truncated BPTT; 0 = whole rollout
+    num_minibatches: int = 4  # minibatches of chunks per epoch
+    epochs: int = 4
+    lr: float = 3e-4
+    anneal_lr: bool = True
+    adam_eps: float = 1e-5
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2
+    clip_vloss: bool = True
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+    grad_clip_norm: float = 0.5
+    norm_adv: bool = True
+    target_kl: float | None = None
+    bf16: bool = False  # bf16 autocast for the update, CUDA only
+
+
+@dataclass
+class TrainConfig:
+    """Top-level config of ``python -m trainer``."""
+
+    env: EnvConfig = MISSING
+    model: ModelConfig = MISSING
+    algo: PPOConfig = MISSING
+    name: str = "maple"
+    total_steps: int = 1_000_000
+    seed: int = 1
+    device: str = "auto"  # auto | cuda | mps | cpu (auto: cuda > mps > cpu)
+    torch_threads: int = 0  # 0 = leave torch's default
+    resume: str | None = None  # run dir or checkpoint file
+    checkpoint_every: int = 50  # iterations between periodic checkpoints (0: only last.pt)
+    log_every: int = 10  # iterations between log lines
+    tensorboard: bool = True
+
+
+def register_configs() -> None:
+    """Register the schemas; the YAML files in ``conf/`` list them in their defaults."""
+    cs = ConfigStore.instance()
+    cs.store(name="train_schema", node=TrainConfig)
+    cs.store(group="env", name="showdown_schema", node=ShowdownEnvConfig)
+    cs.store(group="env", name="gym_schema", node=GymEnvConfig)
+    cs.store(group="model", name="model_schema", node=ModelConfig)
+    cs.store(group="algo", name="ppo_schema", node=PPOConfig)
+
+
+register_configs()
+
+
+class ConfigError(ValueError):
+    """A config that composes but cannot be trained with (unknown key, bad value)."""
+
+
+def _unknown_keys(node: Any, path: str) -> list[str]:
+    object_type = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(object_type):
+        return []
+    fields = {f.name: f for f in dataclasses.fields(object_type)}
+    found = []
+    for key in node:
+        if key not in fields:
+            found.append(f"{path}{key}")
+        elif OmegaConf.is_dict(node[key]):
+            found += _unknown_keys(node[key], f"{path}{key}.")
+    return found
+
+
+def to_train_config(cfg: DictConfig) -> TrainConfig:
+    """Validate a composed config and return it as a typed :class:`TrainConfig`.
+
+    Raises :class:`ConfigError` naming every unknown key (e.g. added with ``+key=...``) or
+    invalid value.
+    """
+    unknown = _unknown_keys(cfg, "")
+    if unknown:
+        raise ConfigError(f"unknown config key(s): {', '.join(unknown)}")
+    try:
+        obj = OmegaConf.to_object(cfg)
+    except Exception as exc:  # omegaconf raises MissingMandatoryValue, ValidationError...
+        raise ConfigError(f"invalid config: {exc}") from exc
+    assert isinstance(obj, TrainConfig)
+    problems = _check_values(obj)
+    if problems:
+        raise ConfigError("invalid config: " + "; ".join(problems))
+    return obj
+
+
+def _check_values(cfg: TrainConfig) -> list[str]:
+    a, m, e = cfg.algo, cfg.model, cfg.env
+    checks = [
+        (
+            cfg.device in ("auto", "cpu", "mps") or cfg.device.split(":")[0] == "cuda",
+            f"device must be auto|cuda|mps|cpu, got {cfg.device!r}",
+        ),
+        (cfg.total_steps > 0, "total_steps must be > 0"),
+        (cfg.torch_threads >= 0, "torch_threads must be >= 0"),
+        (cfg.checkpoint_every >= 0, "checkpoint_every must be >= 0"),
+        (cfg.log_every >= 1, "log_every must be >= 1"),
+        (e.num_envs >= 1, "env.num_envs must be >= 1"),
+        (e.kind in ("showdown", "gym"), f"env.kind must be showdown|gym, got {e.kind!r}"),
+        (m.kind in ("lstm", "mlp"), f"model.kind must be lstm|mlp, got {m.kind!r}"),
+        (
+            m.activation in ("tanh", "relu"),
+            f"model.activation must be tanh|relu, got {m.activation!r}",
+        ),
+        (m.hidden_size >= 1 and m.num_layers >= 1, "model.hidden_size and num_layers must be >= 1"),
+        (all(s >= 1 for s in [*m.encoder_sizes, *m.head_sizes]), "layer sizes must be >= 1"),
+        (a.rollout_steps >= 1, "algo.rollout_steps must be >= 1"),
+        (a.bptt >= 0, "algo.bptt must be >= 0 (0 = whole rollout)"),
+        (a.epochs >= 1 and a.num_minibatches >= 1, "algo.epochs and num_minibatches must be >= 1"),
+        (a.lr > 0, "algo.lr must be > 0"),
+        (
+            0 <= a.gamma <= 1 and 0 <= a.gae_lambda <= 1,
+            "algo.gamma and gae_lambda must be in [0, 1]",
+        ),
+        (a.clip_coef > 0, "algo.clip_coef must be > 0"),
+        (a.grad_clip_norm >= 0, "algo.grad_clip_norm must be >= 0 (0 = off)"),
+    ]
+    return [msg for ok, msg in checks if not ok]

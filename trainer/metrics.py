@@ -1,0 +1,114 @@
+"""Per-iteration metrics: ``metrics.csv``, TensorBoard events and a live console line."""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+log = logging.getLogger(__name__)
+
+COLUMNS = (
+    "iteration",
+    "global_step",
+    "sps",
+    "episodes",
+    "episode_return",
+    "episode_length",
+    "win_rate",
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "approx_kl",
+    "clip_frac",
+    "explained_variance",
+    "lr",
+    "epochs",
+    "rollout_s",
+    "update_s",
+    "wall_s",
+)
+
+
+def _fmt(value: float, spec: str) -> str:
+    return (
+        "-"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else format(value, spec)
+    )
+
+
+class MetricsLogger:
+    """Appends one row per iteration to ``metrics.csv`` (and TensorBoard if enabled)."""
+
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True) -> None:
+        self.path = Path(run_dir) / "metrics.csv"
+        new_file = not self.path.exists() or self.path.stat().st_size == 0
+        self._file = self.path.open("a", newline="")
+        self._csv = csv.DictWriter(self._file, fieldnames=COLUMNS, extrasaction="ignore")
+        if new_file:
+            self._csv.writeheader()
+            self._file.flush()
+        self._tb = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
+
+    def write(self, row: dict[str, Any]) -> None:
+        self._csv.writerow({k: ("" if _is_nan(row.get(k)) else row.get(k)) for k in COLUMNS})
+        self._file.flush()
+        if self._tb is not None:
+            step = int(row["global_step"])
+            for key in COLUMNS[2:]:
+                value = row.get(key)
+                if value is not None and not _is_nan(value):
+                    self._tb.add_scalar(f"maple/{key}", float(value), step)
+
+    def close(self) -> None:
+        self._file.close()
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def summary_line(row: dict[str, Any]) -> str:
+    """One-line progress summary: step, SPS, return, win rate."""
+    return (
+        f"step {row['global_step']:,} | sps {_fmt(row['sps'], '.0f')} | "
+        f"return {_fmt(row['episode_return'], '.3f')} | win {_fmt(row['win_rate'], '.1%')} | "
+        f"len {_fmt(row['episode_length'], '.1f')}"
+    )
+
+
+class ConsoleProgress:
+    """A live rich progress line; silent when the console is not a terminal."""
+
+    def __init__(self, total: int, completed: int) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            transient=False,
+        )
+        self.live = self._progress.console.is_terminal
+        self._task = self._progress.add_task("train", total=total, completed=completed, info="")
+        if self.live:
+            self._progress.start()
+
+    def update(self, row: dict[str, Any]) -> None:
+        if self.live:
+            self._progress.update(self._task, completed=row["global_step"], info=summary_line(row))
+
+    def stop(self) -> None:
+        if self.live:
+            self._progress.stop()

@@ -1,0 +1,247 @@
+"""The training loop: rollout -> GAE -> sequence PPO, with metrics and checkpoints."""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium.vector import VectorEnv
+from omegaconf import DictConfig, OmegaConf
+
+from trainer.buffer import RolloutBuffer
+from trainer.checkpoint import (
+    CHECKPOINT_DIR,
+    LAST,
+    load_checkpoint,
+    resolve_checkpoint,
+    rng_state,
+    run_dir_of,
+    save_checkpoint,
+    set_rng_state,
+)
+from trainer.config import ConfigError, TrainConfig, to_train_config
+from trainer.device import resolve_device
+from trainer.envs import make_envs
+from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
+from trainer.policy import build_policy, policy_spec
+from trainer.ppo import ppo_update
+from trainer.rollout import EpisodeStats, RolloutCollector
+from trainer.spaces import ObsAdapter
+
+log = logging.getLogger(__name__)
+
+
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else math.nan
+
+
+class Trainer:
+    """Owns the envs, policy, optimizer, buffer and collector of one run.
+
+    ``envs`` may be given (e.g. by a benchmark); otherwise they are built from the config
+    and closed by :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        run_dir: str | Path,
+        raw_config: dict[str, Any],
+        envs: VectorEnv | None = None,
+        resume_from: Path | None = None,
+    ) -> None:
+        self.cfg, self.run_dir, self.raw_config = cfg, Path(run_dir), raw_config
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        if cfg.torch_threads > 0:
+            torch.set_num_threads(cfg.torch_threads)
+        self.device = resolve_device(cfg.device)
+        self.bf16 = cfg.algo.bf16 and self.device.type == "cuda"
+        if cfg.algo.bf16 and not self.bf16:
+            log.warning("algo.bf16 needs CUDA; training in float32 on %s", self.device)
+
+        ckpt = load_checkpoint(resume_from) if resume_from is not None else None
+        self.global_step = int(ckpt["global_step"]) if ckpt else 0
+        self.iteration = int(ckpt["iteration"]) if ckpt else 0
+
+        self._owns_envs = envs is None
+        self.envs = (
+            envs
+            if envs is not None
+            else make_envs(cfg.env, seed=cfg.seed, log_dir=self.run_dir / "showdown")
+        )
+        try:
+            self.adapter = ObsAdapter(
+                self.envs.single_observation_space, self.envs.single_action_space
+            )
+            self.policy = build_policy(self.adapter.obs_dim, self.adapter.n_actions, cfg.model)
+            self.policy.to(self.device)
+            self.optimizer = torch.optim.Adam(
+                self.policy.parameters(), lr=cfg.algo.lr, eps=cfg.algo.adam_eps
+            )
+            if ckpt is not None:
+                self._restore(ckpt, resume_from)
+            n_params = sum(p.numel() for p in self.policy.parameters())
+            log.info(
+                "policy: %s, obs %d, actions %d, %d parameters",
+                cfg.model.kind,
+                self.adapter.obs_dim,
+                self.adapter.n_actions,
+                n_params,
+            )
+            hidden_shape = (
+                (cfg.model.num_layers, self.policy.state_size) if self.policy.recurrent else None
+            )
+            self.buffer = RolloutBuffer(
+                cfg.algo.rollout_steps,
+                self.envs.num_envs,
+                self.adapter.obs_dim,
+                self.adapter.n_actions,
+                cfg.algo.bptt,
+                hidden_shape,
+                self.device,
+            )
+            self.collector = RolloutCollector(
+                self.envs, self.policy, self.adapter, self.device, seed=cfg.seed + self.iteration
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def _restore(self, ckpt: dict[str, Any], path: Path | None) -> None:
+        if ckpt["policy"] != policy_spec(self.policy):
+            raise ConfigError(
+                f"checkpoint {path} has a different model/obs/action spec than this config: "
+                f"{ckpt['policy']} vs {policy_spec(self.policy)}"
+            )
+        self.policy.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        set_rng_state(ckpt["rng"])
+        log.info(
+            "resumed from %s at global step %d (iteration %d)",
+            path,
+            self.global_step,
+            self.iteration,
+        )
+
+    def checkpoint_payload(self) -> dict[str, Any]:
+        return {
+            "model": self.policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "global_step": self.global_step,
+            "iteration": self.iteration,
+            "config": self.raw_config,
+            "policy": policy_spec(self.policy),
+            "rng": rng_state(),
+        }
+
+    def save(self, name: str = LAST) -> Path:
+        path = save_checkpoint(self.run_dir / CHECKPOINT_DIR / name, self.checkpoint_payload())
+        log.debug("checkpoint %s at step %d", path, self.global_step)
+        return path
+
+    def current_lr(self) -> float:
+        if not self.cfg.algo.anneal_lr:
+            return self.cfg.algo.lr
+        return self.cfg.algo.lr * max(1.0 - self.global_step / self.cfg.total_steps, 0.0)
+
+    def train_iteration(self) -> dict[str, Any]:
+        """One rollout and one PPO update; returns the metrics row."""
+        algo = self.cfg.algo
+        lr = self.current_lr()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        t0 = time.perf_counter()
+        self.policy.eval()
+        stats: EpisodeStats = self.collector.collect(self.buffer)
+        self.buffer.compute_returns(algo.gamma, algo.gae_lambda)
+        t1 = time.perf_counter()
+        self.policy.train()
+        update = ppo_update(
+            self.policy, self.optimizer, self.buffer.chunks(), algo, autocast_bf16=self.bf16
+        )
+        t2 = time.perf_counter()
+        steps = algo.rollout_steps * self.envs.num_envs
+        self.global_step += steps
+        self.iteration += 1
+        return {
+            "iteration": self.iteration,
+            "global_step": self.global_step,
+            "sps": steps / (t2 - t0),
+            "episodes": len(stats.returns),
+            "episode_return": _mean(stats.returns),
+            "episode_length": _mean(stats.lengths),
+            "win_rate": _mean(stats.wins),
+            "lr": lr,
+            "rollout_s": t1 - t0,
+            "update_s": t2 - t1,
+            **update,
+        }
+
+    def run(self) -> dict[str, Any] | None:
+        """Train until ``total_steps``; Ctrl-C saves ``last.pt`` and re-raises."""
+        metrics = MetricsLogger(self.run_dir, tensorboard=self.cfg.tensorboard)
+        progress = ConsoleProgress(self.cfg.total_steps, self.global_step)
+        start = time.perf_counter()
+        row = None
+        try:
+            while self.global_step < self.cfg.total_steps:
+                row = self.train_iteration()
+                row["wall_s"] = time.perf_counter() - start
+                metrics.write(row)
+                progress.update(row)
+                self.save()
+                if self.cfg.checkpoint_every and self.iteration % self.cfg.checkpoint_every == 0:
+                    self.save(f"step_{self.global_step:010d}.pt")
+                if (
+                    self.iteration % self.cfg.log_every == 0
+                    or self.global_step >= self.cfg.total_steps
+                ):
+                    log.info("iter %d | %s", self.iteration, summary_line(row))
+        except KeyboardInterrupt:
+            progress.stop()
+            path = self.save()
+            log.warning("interrupted at step %d; saved %s", self.global_step, path)
+            raise
+        finally:
+            progress.stop()
+            metrics.close()
+        log.info(
+            "done: %d steps; checkpoint %s", self.global_step, self.run_dir / CHECKPOINT_DIR / LAST
+        )
+        return row
+
+    def close(self) -> None:
+        if self._owns_envs and getattr(self, "envs", None) is not None:
+            try:
+                self.envs.close()
+            except Exception as exc:  # a worker that died on Ctrl-C must not hide the real error
+                log.warning("closing envs failed: %s", exc)
+            self.envs = None
+
+
+def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
+    """Validate ``cfg``, resolve ``resume``, train, close. Returns the last metrics row."""
+    typed = to_train_config(cfg)
+    run_dir = Path(run_dir)
+    resume_from = None
+    if typed.resume:
+        resume_from = resolve_checkpoint(typed.resume)
+        run_dir = run_dir_of(resume_from)
+        log.info("resume: continuing run dir %s", run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    raw = OmegaConf.to_container(cfg, resolve=True)
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    trainer = Trainer(typed, run_dir, raw, resume_from=resume_from)
+    try:
+        return trainer.run()
+    finally:
+        trainer.close()
