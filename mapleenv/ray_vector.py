@@ -153,6 +153,7 @@ class ShardActor:
 
         return {
             "node_ip": ray.util.get_node_ip_address(),
+            "node_id": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
             "single_observation_space": self.env.single_observation_space,
             "single_action_space": self.env.single_action_space,
@@ -236,6 +237,7 @@ class RayVectorEnv(VectorEnv):
             self.close()
             raise
         self.node_ips = [d["node_ip"] for d in described]
+        self.node_ids = [d["node_id"] for d in described]
         first = described[0]
         for k, d in enumerate(described[1:], start=1):
             if d["single_observation_space"] != first["single_observation_space"] or (
@@ -253,10 +255,11 @@ class RayVectorEnv(VectorEnv):
         self.metadata = first["metadata"]
         self.render_mode = first["render_mode"]
         log.info(
-            "RayVectorEnv: %d envs in %d shards on nodes %s",
+            "RayVectorEnv: %d envs in %d shards on %d node(s): %s",
             num_envs,
             shards,
-            ", ".join(sorted(set(self.node_ips))),
+            len(set(self.node_ids)),
+            ", ".join(f"shard {k}@{ip}" for k, ip in enumerate(self.node_ips)),
         )
 
     @property
