@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -197,6 +198,7 @@ class RayVectorEnv(VectorEnv):
             inside that reservation; Ray does not pin them).
         actor_options: extra `ActorClass.options(...)` (default: SPREAD scheduling).
         step_timeout_s: a shard slower than this in one call counts as failed (None: wait).
+        start_timeout_s: shards not started by then (e.g. waiting for free CPUs) fail.
 
     Autoreset follows the shards' own mode (NEXT_STEP for `AsyncVectorEnv`), unchanged.
     """
@@ -211,6 +213,7 @@ class RayVectorEnv(VectorEnv):
         cpus_per_shard: float = 1,
         actor_options: dict[str, Any] | None = None,
         step_timeout_s: float | None = None,
+        start_timeout_s: float | None = 600,
     ) -> None:
         ray = _import_ray()
         if not ray.is_initialized():
@@ -231,8 +234,11 @@ class RayVectorEnv(VectorEnv):
             )
             self._actors.append(actor)
         self.node_ips = ["unknown (starting)"] * shards
+        _warn_if_cluster_too_small(ray, shards * cpus_per_shard)
         try:
-            described = self._gather([a.describe.remote() for a in self._actors], "start")
+            described = self._gather(
+                [a.describe.remote() for a in self._actors], "start", start_timeout_s
+            )
         except BaseException:
             self.close()
             raise
@@ -359,32 +365,43 @@ class RayVectorEnv(VectorEnv):
             with contextlib.suppress(Exception):  # already gone
                 ray.kill(actor)
 
-    def _gather(self, refs: list[Any], what: str) -> list[Any]:
+    def _gather(self, refs: list[Any], what: str, timeout: float | None = None) -> list[Any]:
         """`ray.get` of one call per shard; a failure becomes `ShardFailedError`."""
         ray = self._ray
+        timeout = self.step_timeout_s if timeout is None else timeout
         try:
-            return ray.get(refs, timeout=self.step_timeout_s)
+            return ray.get(refs, timeout=timeout)
         except (ray.exceptions.RayError, TimeoutError):
             pass
         for k, ref in enumerate(refs):  # find the (first) shard that failed and why
             try:
-                ray.get(ref, timeout=self.step_timeout_s)
+                ray.get(ref, timeout=0 if timeout is not None else None)
             except (ray.exceptions.RayError, TimeoutError) as exc:
-                raise ShardFailedError(
-                    k, self.ranges[k], self.node_ips[k], f"{what}: {_describe_cause(ray, exc)}"
-                ) from exc
+                cause = f"{what}: {_describe_cause(ray, exc, timeout)}"
+                raise ShardFailedError(k, self.ranges[k], self.node_ips[k], cause) from exc
         raise RuntimeError(f"Ray {what} failed but no shard reported an error")  # unreachable
 
     def __repr__(self) -> str:
         return f"RayVectorEnv(num_envs={self.num_envs}, shards={len(self.ranges)})"
 
 
-def _describe_cause(ray: Any, exc: BaseException) -> str:
+def _warn_if_cluster_too_small(ray: Any, cpus_needed: float) -> None:
+    total = ray.cluster_resources().get("CPU", 0)
+    if total < cpus_needed:
+        log.warning(
+            "the shards need %g CPUs but the Ray cluster has %g: they wait for nodes to join "
+            "(lower env.ray.cpus_per_shard or add nodes)",
+            cpus_needed,
+            total,
+        )
+
+
+def _describe_cause(ray: Any, exc: BaseException, timeout: float | None = None) -> str:
     if isinstance(exc, ray.exceptions.GetTimeoutError | TimeoutError):
-        return "timed out (no answer within step_timeout_s)"
+        return f"timed out (no answer within {timeout:g} s)"
     if isinstance(exc, ray.exceptions.RayActorError):
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return f"actor died ({type(exc).__name__}): {first_line}"
+        detail = " ".join(str(exc).split())
+        return f"actor died ({type(exc).__name__}): {detail[:600]}"
     if isinstance(exc, ray.exceptions.RayTaskError):
         cause = exc.cause if getattr(exc, "cause", None) is not None else exc
         return f"exception in shard: {type(cause).__name__}: {cause}"
@@ -409,16 +426,26 @@ def make_ray_vector_env(
     env_fn: EnvFn | None = None,
     actor_options: dict[str, Any] | None = None,
     step_timeout_s: float | None = None,
+    start_timeout_s: float | None = 600,
     **make_vector_env_kwargs: Any,
 ) -> RayVectorEnv:
-    """Connects to Ray (`ray.init(address=...)` unless already initialised) and builds a
-    `RayVectorEnv` whose shards call `env_fn` (default `mapleenv.make_vector_env`) with
-    `make_vector_env_kwargs`. `address=None` starts a local Ray instance; `"auto"` joins the
-    cluster this machine belongs to; `"ray://host:10001"` uses Ray Client."""
+    """Connects to Ray unless already initialised, then builds a `RayVectorEnv` whose
+    shards call `env_fn` (default `mapleenv.make_vector_env`) with `make_vector_env_kwargs`.
+
+    `address`: None starts a private local Ray instance (no dashboard, at least
+    `shards * cpus_per_shard` logical CPUs); `"auto"` joins the cluster this machine belongs
+    to (`ray start`); `"HOST:6379"` joins that cluster; `"ray://HOST:10001"` uses Ray Client.
+    Inside a Ray task (e.g. a job of Hydra's Ray launcher) the existing connection is used.
+    """
     ray = _import_ray()
     if not ray.is_initialized():
-        log.info("starting Ray (address=%s)", address)
-        ray.init(address=address, log_to_driver=True)
+        if address in (None, "local"):
+            num_cpus = max(os.cpu_count() or 1, math.ceil(shards * cpus_per_shard))
+            log.info("starting a local Ray instance with %d CPUs", num_cpus)
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)
+        else:
+            log.info("connecting to the Ray cluster at %s", address)
+            ray.init(address=address)
     return RayVectorEnv(
         num_envs,
         shards,
@@ -427,4 +454,5 @@ def make_ray_vector_env(
         cpus_per_shard=cpus_per_shard,
         actor_options=actor_options,
         step_timeout_s=step_timeout_s,
+        start_timeout_s=start_timeout_s,
     )
