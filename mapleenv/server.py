@@ -31,10 +31,13 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from poke_env.ps_client.server_configuration import ServerConfiguration
+from websockets.exceptions import WebSocketException
+from websockets.sync.client import connect as ws_connect
 
 logger = logging.getLogger(__name__)
 
@@ -264,7 +267,7 @@ class ShowdownServer:
     """
 
     def __init__(self, port: int | None = None, log_dir: str | Path | None = None, *,
-                 start_timeout: float = 30.0, config: dict[str, Any] | None = None):
+                 start_timeout: float = 60.0, config: dict[str, Any] | None = None):
         self._port = port
         self._port_pinned = port is not None
         self.log_dir = Path(log_dir) if log_dir is not None else None
@@ -317,13 +320,16 @@ class ShowdownServer:
                 self.wait_until_ready()
             return self
 
-    def wait_until_ready(self) -> None:
-        """Wait for a launched server; retry on a new port if an unpinned one was taken."""
+    def wait_until_ready(self, warm_up: bool = True) -> None:
+        """Wait for a launched server (and warm it up); retry on a new port if an
+        unpinned one was taken."""
         with self._lock:
             for retry in range(3):
                 try:
                     self._wait_ready()
                     self._port_pinned = True  # clients may now rely on this port
+                    if warm_up:
+                        self.warm_up()
                     return
                 except ServerStartError:
                     self._terminate()
@@ -381,6 +387,30 @@ class ShowdownServer:
         raise ServerStartError(
             f"Showdown did not accept connections on port {self._port} within "
             f"{self.start_timeout:.0f} s; log {self.log_path}:\n{_tail(self.log_path)}")
+
+    def warm_up(self) -> None:
+        """Open one websocket and wait for the login challenge.
+
+        The server builds its format list on the first connection (several seconds);
+        doing it here keeps that out of the first env reset and its timeouts.
+        """
+        url = f"ws://{self.url}/showdown/websocket"
+        deadline = time.monotonic() + self.start_timeout
+        started = time.monotonic()
+        try:
+            with ws_connect(url, open_timeout=self.start_timeout, proxy=None) as ws:
+                while True:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError("no |challstr| received")
+                    if "|challstr|" in str(ws.recv(timeout=remaining)):
+                        break
+        except (OSError, TimeoutError, WebSocketException) as exc:
+            raise ServerStartError(
+                f"Showdown on {self.url} accepted TCP but not a websocket login within "
+                f"{self.start_timeout:.0f} s ({exc!r}); log {self.log_path}:\n"
+                f"{_tail(self.log_path) if self.log_path else ''}") from exc
+        logger.info("Showdown on %s warmed up in %.1f s", self.url, time.monotonic() - started)
 
     def _terminate(self, timeout: float = 5.0) -> None:
         process, self._process = self._process, None
@@ -472,7 +502,10 @@ class ServerPool:
             for server in self.servers:
                 server.start(wait=False)
             for server in self.servers:
-                server.wait_until_ready()
+                server.wait_until_ready(warm_up=False)
+            # Warm-ups are network waits: overlap them (no process is started here).
+            with ThreadPoolExecutor(len(self.servers), thread_name_prefix="maple-warmup") as ex:
+                list(ex.map(ShowdownServer.warm_up, self.servers))
         except BaseException:
             self.stop()
             raise

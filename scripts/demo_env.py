@@ -1,0 +1,69 @@
+#!/usr/bin/env python
+"""Play N battles with random legal actions through ``mapleenv/Showdown-v0`` and print them.
+
+    python scripts/demo_env.py --battles 3 --opponent heuristic
+    python scripts/demo_env.py --server 127.0.0.1:8000      # an already running server
+    python scripts/demo_env.py --record tests/data/new      # keep the websocket frames
+
+With no ``--server`` an embedded Showdown server is started and stopped. The last line
+is a JSON summary (battles, wins, steps, steps/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+
+import gymnasium as gym
+import numpy as np
+
+import mapleenv  # noqa: F401  (registers mapleenv/Showdown-v0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--battles", type=int, default=3)
+    parser.add_argument("--opponent", default="random")
+    parser.add_argument("--format", default="gen9randombattle")
+    parser.add_argument("--server", default=None, help="host:port or ws:// URL (default: embedded)")
+    parser.add_argument("--max-turns", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--record", default=None, help="directory for battle frame logs")
+    parser.add_argument("--log-dir", default=None, help="embedded server directory and log")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    env = gym.make("mapleenv/Showdown-v0", battle_format=args.format, opponent=args.opponent,
+                   server=args.server, max_turns=args.max_turns, record_dir=args.record,
+                   log_dir=args.log_dir)
+    rng = np.random.default_rng(args.seed)
+    wins = steps = 0
+    start = time.perf_counter()
+    try:
+        for i in range(args.battles):
+            obs, info = env.reset(seed=args.seed + i)
+            total, done = 0.0, False
+            while not done:
+                action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+                obs, reward, terminated, truncated, info = env.step(action)
+                total += reward
+                steps += 1
+                done = terminated or truncated
+            wins += bool(info.get("won"))
+            outcome = "aborted" if "aborted" in info else ("won" if info.get("won") else "lost")
+            print(f"battle {i + 1}/{args.battles}: {info['battle_tag']} {outcome} "
+                  f"in {info['turns']} turns, return {total:+.2f}", flush=True)
+    finally:
+        env.close()
+    elapsed = time.perf_counter() - start
+    print(json.dumps({"battles": args.battles, "wins": wins, "opponent": args.opponent,
+                      "steps": steps, "seconds": round(elapsed, 2),
+                      "steps_per_s": round(steps / elapsed, 1)}))
+
+
+if __name__ == "__main__":
+    main()
