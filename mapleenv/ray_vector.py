@@ -34,6 +34,8 @@ from gymnasium.vector.utils import batch_space
 
 log = logging.getLogger(__name__)
 
+_SETTLE_S = 30.0  # after one shard fails, how long the others get to finish their call
+
 EnvFn = Callable[..., VectorEnv]
 """Builds one shard's vector env: called as `env_fn(num_envs=n, **env_kwargs)`."""
 
@@ -371,15 +373,27 @@ class RayVectorEnv(VectorEnv):
         timeout = self.step_timeout_s if timeout is None else timeout
         try:
             return ray.get(refs, timeout=timeout)
-        except (ray.exceptions.RayError, TimeoutError):
-            pass
-        for k, ref in enumerate(refs):  # find the (first) shard that failed and why
-            try:
-                ray.get(ref, timeout=0 if timeout is not None else None)
-            except (ray.exceptions.RayError, TimeoutError) as exc:
-                cause = f"{what}: {_describe_cause(ray, exc, timeout)}"
-                raise ShardFailedError(k, self.ranges[k], self.node_ips[k], cause) from exc
-        raise RuntimeError(f"Ray {what} failed but no shard reported an error")  # unreachable
+        except (ray.exceptions.RayError, TimeoutError) as exc:
+            first = exc
+        timed_out = isinstance(first, ray.exceptions.GetTimeoutError | TimeoutError)
+        # let the other shards settle (bounded), then name the first one that failed
+        settle = 0 if timed_out else min(timeout or _SETTLE_S, _SETTLE_S)
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=settle)
+        ready_ids = {ref.hex() for ref in ready}
+        for k, ref in enumerate(refs):
+            if ref.hex() in ready_ids:
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    self._fail(k, f"{what}: {_describe_cause(ray, exc)}", exc)
+        for k, ref in enumerate(refs):
+            if ref.hex() not in ready_ids:
+                wait = timeout if timed_out else settle
+                self._fail(k, f"{what}: {_describe_cause(ray, first, wait)}", first)
+        raise first  # pragma: no cover - every path above names a shard
+
+    def _fail(self, shard: int, cause: str, exc: BaseException) -> None:
+        raise ShardFailedError(shard, self.ranges[shard], self.node_ips[shard], cause) from exc
 
     def __repr__(self) -> str:
         return f"RayVectorEnv(num_envs={self.num_envs}, shards={len(self.ranges)})"
@@ -400,7 +414,10 @@ def _describe_cause(ray: Any, exc: BaseException, timeout: float | None = None) 
     if isinstance(exc, ray.exceptions.GetTimeoutError | TimeoutError):
         return f"timed out (no answer within {timeout:g} s)"
     if isinstance(exc, ray.exceptions.RayActorError):
-        detail = " ".join(str(exc).split())
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        if "creation task" in str(exc) and len(lines) > 1:  # keep the raised error, last
+            return f"actor died ({type(exc).__name__}): failed to start: {lines[-1]}"
+        detail = " ".join(" ".join(lines).split())
         return f"actor died ({type(exc).__name__}): {detail[:600]}"
     if isinstance(exc, ray.exceptions.RayTaskError):
         cause = exc.cause if getattr(exc, "cause", None) is not None else exc

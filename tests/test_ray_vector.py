@@ -1,6 +1,8 @@
 """RayVectorEnv against a local Ray instance started here (2 CPUs, no dashboard)."""
 
 import functools
+import sys
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -18,8 +20,18 @@ CARTPOLE = functools.partial(
 )
 
 
+class SlowOnOddActions(gym.Wrapper):
+    """Sleeps 3 s on action 1 (pickled by value: tests/ is not importable in Ray workers)."""
+
+    def step(self, action):
+        if action == 1:
+            time.sleep(3)
+        return self.env.step(action)
+
+
 @pytest.fixture(scope="module")
 def local_ray():
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
@@ -119,3 +131,24 @@ def test_shard_that_fails_to_start_is_reported(local_ray):
     with pytest.raises(ShardFailedError, match="start: actor died") as caught:
         RayVectorEnv(2, 2, env_fn=functools.partial(gym.make_vec, "NoSuchEnv-v0"))
     assert caught.value.shard == 0
+    assert "failed to start" in caught.value.cause and "NoSuchEnv" in caught.value.cause
+
+
+def test_hung_shard_times_out_as_shard_failed_error(local_ray):
+    env = RayVectorEnv(
+        2,
+        2,
+        env_fn=functools.partial(gym.make_vec, "CartPole-v1", wrappers=[SlowOnOddActions]),
+        env_kwargs={"vectorization_mode": "sync"},
+        step_timeout_s=1.0,
+    )
+    try:
+        env.reset(seed=0)
+        env.step(np.array([0, 0]))  # fast: within the timeout
+        with pytest.raises(
+            ShardFailedError, match=r"step: timed out \(no answer within 1 s\)"
+        ) as caught:
+            env.step(np.array([0, 1]))
+        assert caught.value.shard == 1
+    finally:
+        env.close()
