@@ -330,7 +330,9 @@ class ShowdownBackend:
             return
         self.record_dir.mkdir(parents=True, exist_ok=True)
         path = self.record_dir / f"{battle.battle_tag}.jsonl"
-        path.write_text("".join(json.dumps(frame) + "\n" for frame in self.agent.frames))
+        room = f">{battle.battle_tag}\n"
+        frames = [f for f in self.agent.frames if f.startswith(room)]
+        path.write_text("".join(json.dumps(frame) + "\n" for frame in frames))
         self.agent.frames.clear()
 
 

@@ -7,13 +7,27 @@ themselves ``@pytest.mark.integration``.
 
 from __future__ import annotations
 
+import asyncio
+import gzip
+import json
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from poke_env.battle.abstract_battle import AbstractBattle
+from poke_env.battle.battle import Battle
+from poke_env.concurrency import POKE_LOOP
+from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
+from poke_env.player.player import Player
+from poke_env.ps_client import AccountConfiguration
 
 from mapleenv.server import ShowdownServer
+
+DATA_DIR = Path(__file__).parent / "data"
+RECORDED_BATTLES = sorted(DATA_DIR.glob("*.jsonl.gz"))
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +66,97 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
+
+
+# ------------------------------------------------------------ recorded battle replay
+
+
+class _ReplayPlayer(Player):
+    """Feeds recorded frames through poke-env's own message handling (no socket)."""
+
+    def __init__(self, username: str, on_decision: Callable[[AbstractBattle], Any]):
+        super().__init__(account_configuration=AccountConfiguration(username, None),
+                         battle_format="gen9randombattle", start_listening=False,
+                         log_level=logging.ERROR)
+        self.on_decision = on_decision
+        self.results: list[Any] = []
+
+        async def _drop(*args: Any, **kwargs: Any) -> None:  # nothing to send to
+            return None
+
+        self.ps_client.send_message = _drop  # type: ignore[method-assign]
+
+    def choose_move(self, battle: AbstractBattle) -> BattleOrder:
+        self.results.append(self.on_decision(battle))
+        return DefaultBattleOrder()
+
+
+def load_frames(path: Path) -> list[str]:
+    with gzip.open(path, "rt") as f:
+        return [json.loads(line) for line in f]
+
+
+def _recorded_username(frames: list[str]) -> str:
+    for frame in frames:
+        for line in frame.split("\n"):
+            if line.startswith("|request|{"):
+                return json.loads(line[len("|request|"):])["side"]["name"]
+    raise ValueError("no request in the recording")
+
+
+def replay_decisions(path: Path, on_decision: Callable[[AbstractBattle], Any]
+                     ) -> tuple[list[Any], AbstractBattle]:
+    """Replay a recorded battle; ``on_decision(battle)`` runs at each decision the
+    recorded player had to make. Returns its results and the final battle."""
+    frames = load_frames(path)
+    player = _ReplayPlayer(_recorded_username(frames), on_decision)
+    for frame in frames:
+        split = [message.split("|") for message in frame.split("\n")]
+        asyncio.run_coroutine_threadsafe(player._handle_battle_message(split), POKE_LOOP).result(30)
+    (battle,) = player.battles.values()
+    return player.results, battle
+
+
+# ------------------------------------------------------------- synthetic battles
+
+
+def _request_mon(species: str, level: int, condition: str, moves: list[str],
+                 active: bool) -> dict[str, Any]:
+    return {"ident": f"p1: {species}", "details": f"{species}, L{level}",
+            "condition": condition, "active": active,
+            "stats": {"atk": 100, "def": 100, "spa": 100, "spd": 100, "spe": 100},
+            "moves": moves, "baseAbility": "pressure", "item": "", "pokeball": "pokeball",
+            "ability": "pressure", "commanding": False, "reviving": False,
+            "teraType": "Normal", "terastallized": ""}
+
+
+def synthetic_battle(team: list[tuple[str, int, str, list[str]]],
+                     request_moves: list[str] | None = None,
+                     opponent_messages: list[list[str]] = (),
+                     can_tera: bool = False, trapped: bool = False) -> Battle:
+    """A gen 9 ``Battle`` seen by p1 ("maple") built from a crafted request.
+
+    ``team``: (species, level, condition like "50/100 par" or "0 fnt", moves); the
+    first entry is active and ``request_moves`` (default: its moves) are offered.
+    ``opponent_messages``: protocol lines for p2, e.g. ``["switch", "p2a: Gyarados",
+    "Gyarados, L80", "100/100"]``.
+    """
+    battle = Battle("battle-gen9randombattle-1", "maple", logging.getLogger("synthetic"),
+                    gen=9)
+    species, level, condition, moves = team[0]
+    offered = moves if request_moves is None else request_moves
+    active: dict[str, Any] = {"moves": [
+        {"move": m, "id": m, "pp": 10, "maxpp": 10, "target": "normal", "disabled": False}
+        for m in offered]}
+    if can_tera:
+        active["canTerastallize"] = "Normal"
+    if trapped:
+        active["trapped"] = True
+    request = {"active": [active], "rqid": 1, "side": {
+        "name": "maple", "id": "p1",
+        "pokemon": [_request_mon(s, lv, c, mv, i == 0) for i, (s, lv, c, mv) in enumerate(team)]}}
+    battle.parse_request(request)
+    battle.parse_message(["", "switch", f"p1a: {species}", f"{species}, L{level}", condition])
+    for message in opponent_messages:
+        battle.parse_message(["", *message])
+    return battle

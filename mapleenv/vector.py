@@ -1,0 +1,117 @@
+"""Vectorized Showdown envs: ``AsyncVectorEnv`` workers sharing a pool of servers.
+
+The servers are started once in the parent (a :class:`~mapleenv.server.ServerPool`),
+env ``i`` talks to server ``i % servers``, and closing the vector env stops them.
+
+Server crashes: a watchdog thread in the parent restarts a dead server on the same
+port (within ``watchdog_interval`` s). The workers cannot restart it themselves;
+an env whose connection drops ends its episode with ``truncated=True`` and
+``info["aborted"]``, and its next ``reset`` (Gymnasium's autoreset) waits for the
+port to accept connections again and reconnects with fresh poke-env players.
+
+Workers are spawned (``context="spawn"`` by default: ``fork`` hangs with poke-env's
+event-loop threads) and import only ``mapleenv`` (no torch, no CUDA).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+
+from mapleenv.env import BACKENDS, PokemonEnv
+from mapleenv.reward import RewardConfig
+from mapleenv.server import ServerPool, external_server
+
+logger = logging.getLogger(__name__)
+
+
+class ShowdownVectorEnv(AsyncVectorEnv):
+    """``AsyncVectorEnv`` that also stops its :class:`ServerPool` on ``close()``."""
+
+    def __init__(self, env_fns: list[Any], *, pool: ServerPool | None = None, **kwargs: Any):
+        self.pool = pool
+        try:
+            super().__init__(env_fns, **kwargs)
+        except BaseException:
+            self._stop_pool()
+            raise
+
+    def _stop_pool(self) -> None:
+        pool, self.pool = getattr(self, "pool", None), None
+        if pool is not None:
+            pool.stop()
+
+    def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:
+        try:
+            if hasattr(self, "processes"):
+                super().close_extras(timeout=timeout, terminate=terminate)
+        finally:
+            self._stop_pool()
+
+
+def make_vector_env(
+    num_envs: int,
+    *,
+    battle_format: str = "gen9randombattle",
+    opponent: str = "random",
+    servers: int = 1,
+    server_url: str | None = None,
+    log_dir: str | Path | None = None,
+    encoder: str = "simple",
+    reward: RewardConfig | Mapping[str, Any] | None = None,
+    max_turns: int | None = None,
+    backend: str = "server",
+    context: str = "spawn",
+    seed: int | None = None,
+    autoreset_mode: AutoresetMode | str | None = None,
+    watchdog_interval: float = 1.0,
+    **env_kwargs: Any,
+) -> ShowdownVectorEnv:
+    """``num_envs`` :class:`PokemonEnv` in ``AsyncVectorEnv`` workers (shared memory).
+
+    ``server_url`` uses an external server instead of starting ``servers`` local ones;
+    ``seed`` seeds env ``i`` with ``seed + i``; ``env_kwargs`` go to every
+    :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``). ``backend`` other than
+    ``"server"`` must have been registered (``mapleenv.env.register_backend``).
+    """
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if servers < 1:
+        raise ValueError(f"servers must be >= 1, got {servers}")
+    if backend != "server" and backend not in BACKENDS:
+        raise NotImplementedError(
+            f"backend {backend!r} is not available (registered: "
+            f"{', '.join(['server', *sorted(BACKENDS)])}); see mapleenv.env.register_backend")
+    reward_config = RewardConfig.from_value(reward)
+    pool: ServerPool | None = None
+    configurations: list[Any] = [None] * num_envs
+    if backend == "server":
+        if server_url is not None:
+            configurations = [external_server(server_url)] * num_envs
+        else:
+            pool = ServerPool(min(servers, num_envs), log_dir=log_dir)
+            pool.start()
+            pool.start_watchdog(watchdog_interval)
+            configurations = [pool.configuration_for(i) for i in range(num_envs)]
+    common = dict(battle_format=battle_format, opponent=opponent, encoder=encoder,
+                  reward=reward_config, log_dir=log_dir, max_turns=max_turns,
+                  backend=backend, **env_kwargs)
+    env_fns = [
+        functools.partial(PokemonEnv, server=configurations[i],
+                          seed=None if seed is None else seed + i, **common)
+        for i in range(num_envs)
+    ]
+    vector_kwargs: dict[str, Any] = {"shared_memory": True, "context": context}
+    if autoreset_mode is not None:
+        vector_kwargs["autoreset_mode"] = AutoresetMode(autoreset_mode)
+    try:
+        return ShowdownVectorEnv(env_fns, pool=pool, **vector_kwargs)
+    except BaseException:
+        if pool is not None:
+            pool.stop()
+        raise
