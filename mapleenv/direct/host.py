@@ -19,12 +19,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mapleenv.server import find_node, find_showdown
+from mapleenv.server import (
+    SETUP_HINT,
+    NodeNotFoundError,
+    ShowdownNotInstalledError,
+    find_node,
+    find_showdown,
+)
 
 logger = logging.getLogger(__name__)
 
 HOST_SCRIPT = Path(__file__).resolve().parent.parent / "js" / "sim_host.js"
 _PR_SET_PDEATHSIG = 1
+NODE_FLAGS: tuple[str, ...] = ()  # extra flags for the host's node (see docs/benchmarks.md)
 
 
 class SimHostError(RuntimeError):
@@ -57,15 +64,24 @@ class SimHost:
     ):
         self.timeout = timeout
         self.showdown_dir = Path(showdown_dir) if showdown_dir is not None else find_showdown()
+        if not (self.showdown_dir / "dist" / "sim" / "index.js").is_file():
+            raise ShowdownNotInstalledError(
+                f"{self.showdown_dir} is not the pokemon-showdown npm package (no "
+                f"dist/sim/index.js); {SETUP_HINT}")
+        node = node or find_node()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
-        self._proc = subprocess.Popen(
-            [node or find_node(), str(HOST_SCRIPT), str(self.showdown_dir)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            bufsize=0,
-            preexec_fn=_die_with_parent if _libc_prctl is not None else None,
-        )
+        try:
+            self._proc = subprocess.Popen(
+                [node, *NODE_FLAGS, str(HOST_SCRIPT), str(self.showdown_dir)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                bufsize=0,
+                preexec_fn=_die_with_parent if _libc_prctl is not None else None,
+            )
+        except OSError as exc:
+            self._stderr.close()
+            raise NodeNotFoundError(f"cannot run Node.js ({node}): {exc}; {SETUP_HINT}") from exc
         self._in_fd = self._proc.stdin.fileno()
         self._out_fd = self._proc.stdout.fileno()
         self._buffer = b""

@@ -9,7 +9,7 @@ the way ``poke_env.player.Player._handle_battle_message`` does (``feed_lines``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import orjson
 from poke_env.battle.abstract_battle import AbstractBattle
@@ -67,6 +67,34 @@ def feed_lines(battle: AbstractBattle, lines: Iterable[str]) -> list[str]:
         else:
             battle.parse_message(split_message)
     return errors
+
+
+def absorb(battles: Mapping[str, AbstractBattle],
+           replies: Iterable[tuple[str, str]]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Apply simulator messages to each side's battle: every log first, requests last.
+
+    Returns the sides that received a request (in order) and the ``(side, text)`` of
+    ``|error|`` lines sent to a side (rejected choices).
+    """
+    requests: list[tuple[str, str]] = []
+    errors: list[tuple[str, str]] = []
+    for kind, data in replies:
+        if kind == "update":
+            for side, battle in battles.items():
+                for error in feed_lines(battle, player_view(data, side)):
+                    logger.warning("%s %s: %s", battle.battle_tag, side, error)
+        elif kind == "sideupdate":
+            side, _, body = data.partition("\n")
+            if body.startswith("|request|"):
+                requests.append((side, body[9:]))
+            elif body.startswith("|error|"):
+                errors.append((side, body[7:]))
+            elif side in battles:
+                feed_lines(battles[side], body.split("\n"))
+    for side, payload in requests:
+        if side in battles:
+            apply_request(battles[side], payload)
+    return [side for side, _ in requests], errors
 
 
 def apply_request(battle: AbstractBattle, request_json: str) -> None:

@@ -20,7 +20,7 @@ from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 
 from mapleenv.direct.host import SimHost, SimHostError
-from mapleenv.direct.protocol import apply_request, feed_lines, player_view
+from mapleenv.direct.protocol import absorb
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,11 @@ def order_to_choice(order: BattleOrder | str) -> str:
 
 
 class DirectBattle:
-    """A battle between the agent (p1) and ``opponent`` (p2) on a ``SimHost``."""
+    """A battle between the agent (p1) and ``opponent`` (p2) on a ``SimHost``.
+
+    ``seed`` seeds the battle's PRNG and ``team_seeds[side]`` the random-team generator of
+    that side (random formats); with all three, a battle is reproducible.
+    """
 
     def __init__(
         self,
@@ -48,6 +52,7 @@ class DirectBattle:
         opponent: Player,
         agent_username: str = "Maple",
         seed: list[int] | None = None,
+        team_seeds: dict[str, list[int]] | None = None,
         agent_team: str | None = None,
         opponent_team: str | None = None,
         record: bool = False,
@@ -57,6 +62,7 @@ class DirectBattle:
         self.battle_format = battle_format
         self.opponent = opponent
         self.seed = seed
+        self.team_seeds = dict(team_seeds or {})
         gen = GenData.from_format(battle_format).gen
         self.battle_tag = f"battle-{battle_format}-{battle_id}"
         opponent_username = getattr(opponent, "username", None) or "Opponent"
@@ -95,6 +101,8 @@ class DirectBattle:
             player: dict[str, Any] = {"name": self.usernames[side]}
             if self._teams[side] is not None:
                 player["team"] = self._teams[side]
+            elif side in self.team_seeds:
+                player["seed"] = list(self.team_seeds[side])
             options[side] = player
         self._advance([">start " + json.dumps(options, separators=(",", ":"))])
 
@@ -108,6 +116,22 @@ class DirectBattle:
         if self._needs_choice["p2"]:
             lines.append(self._choice_line("p2", self._opponent_choice()))
         self._advance(lines)
+
+    def probe_choice(self, side: str, choice: str) -> str | None:
+        """Ask the simulator whether ``choice`` is valid for ``side`` now, without making it.
+
+        Only possible while the other side still has to choose (the choice is sent, then
+        undone). Returns the simulator's error text, or ``None`` if it was accepted.
+        """
+        other = "p2" if side == "p1" else "p1"
+        if not (self._needs_choice[side] and self._needs_choice[other]):
+            raise RuntimeError("probe_choice needs both sides to have a pending decision")
+        replies = self.host.send(self.battle_id, [f">{side} {choice}", f">{side} undo"])
+        errors = [data.partition("\n")[2] for kind, data in replies
+                  if kind == "sideupdate" and data.startswith(f"{side}\n|error|")]
+        requests = [(kind, data) for kind, data in replies if "|request|" in data]
+        self._absorb(requests)
+        return errors[0][7:] if errors else None
 
     def forfeit(self) -> None:
         """End the battle now as a loss for the agent."""
@@ -161,27 +185,14 @@ class DirectBattle:
             )
 
     def _absorb(self, replies: list[tuple[str, str]]) -> None:
-        requests: list[tuple[str, str]] = []
-        for kind, data in replies:
-            if kind == "update":
-                for side in SIDES:
-                    errors = feed_lines(self.battles[side], player_view(data, side))
-                    for error in errors:
-                        logger.warning("%s %s: %s", self.battle_tag, side, error)
-            elif kind == "sideupdate":
-                side, _, body = data.partition("\n")
-                if body.startswith("|request|"):
-                    requests.append((side, body[9:]))
-                elif body.startswith("|error|"):
-                    self._on_choice_error(side, body[7:])
-                else:
-                    feed_lines(self.battles[side], body.split("\n"))
-            elif kind == "end":
-                self._ended = True
-        for side, payload in requests:
+        if any(kind == "end" for kind, _ in replies):
+            self._ended = True
+        requested, errors = absorb(self.battles, replies)
+        for side in requested:
             battle = self.battles[side]
-            apply_request(battle, payload)
             self._needs_choice[side] = not battle.finished and not _is_wait(battle)
+        for side, error in errors:
+            self._on_choice_error(side, error)
 
     def _on_choice_error(self, side: str, error: str) -> None:
         if error.startswith("[Unavailable choice]"):
