@@ -21,6 +21,7 @@ import ctypes
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -238,6 +239,8 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         _libc_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+_LISTEN_ERROR = re.compile(r"CRASH: Error: listen E[A-Z]+")
+
 _LIVE_SERVERS: weakref.WeakSet[ShowdownServer] = weakref.WeakSet()
 
 
@@ -267,12 +270,14 @@ class ShowdownServer:
     """
 
     def __init__(self, port: int | None = None, log_dir: str | Path | None = None, *,
-                 start_timeout: float = 60.0, config: dict[str, Any] | None = None):
+                 start_timeout: float = 60.0, config: dict[str, Any] | None = None,
+                 warm: bool = True):
         self._port = port
         self._port_pinned = port is not None
         self.log_dir = Path(log_dir) if log_dir is not None else None
         self.start_timeout = start_timeout
         self.config_overrides = dict(config or {})
+        self.warm = warm
         self._process: subprocess.Popen[bytes] | None = None
         self._server_dir: Path | None = None
         self._owns_dir = False
@@ -320,7 +325,7 @@ class ShowdownServer:
                 self.wait_until_ready()
             return self
 
-    def wait_until_ready(self, warm_up: bool = True) -> None:
+    def wait_until_ready(self, warm_up: bool | None = None) -> None:
         """Wait for a launched server (and warm it up); retry on a new port if an
         unpinned one was taken."""
         with self._lock:
@@ -328,7 +333,7 @@ class ShowdownServer:
                 try:
                     self._wait_ready()
                     self._port_pinned = True  # clients may now rely on this port
-                    if warm_up:
+                    if self.warm if warm_up is None else warm_up:
                         self.warm_up()
                     return
                 except ServerStartError:
@@ -338,6 +343,10 @@ class ShowdownServer:
                     logger.warning("port %d was taken, retrying on a new port", self._port)
                     self._port = None
                     self._launch()
+
+    def _listen_failed(self) -> bool:
+        path = self.log_path
+        return path is not None and _LISTEN_ERROR.search(_tail(path, 200)) is not None
 
     def _port_taken(self) -> bool:
         path = self.log_path
@@ -383,6 +392,10 @@ class ShowdownServer:
             if port_is_open(self.port):
                 logger.info("Showdown ready on %s (pid %d)", self.url, self._process.pid)
                 return
+            if self._listen_failed():  # crashguard keeps the process alive: fail fast
+                raise ServerStartError(
+                    f"Showdown could not listen on {self.config_overrides.get('bindaddress', HOST)}"
+                    f":{self._port}; log {self.log_path}:\n{_tail(self.log_path)}")
             time.sleep(0.05)
         raise ServerStartError(
             f"Showdown did not accept connections on port {self._port} within "
@@ -504,8 +517,10 @@ class ServerPool:
             for server in self.servers:
                 server.wait_until_ready(warm_up=False)
             # Warm-ups are network waits: overlap them (no process is started here).
-            with ThreadPoolExecutor(len(self.servers), thread_name_prefix="maple-warmup") as ex:
-                list(ex.map(ShowdownServer.warm_up, self.servers))
+            warm = [server for server in self.servers if server.warm]
+            if warm:
+                with ThreadPoolExecutor(len(warm), thread_name_prefix="maple-warmup") as ex:
+                    list(ex.map(ShowdownServer.warm_up, warm))
         except BaseException:
             self.stop()
             raise
