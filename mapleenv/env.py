@@ -377,9 +377,11 @@ class PokemonEnv(gymnasium.Env):
         plugins: modules imported first (they may register encoders, opponents,
             backends in the process that builds the env).
         record_dir: write each battle's agent-side websocket frames there (JSONL).
+        replay_dir: write each finished battle's poke-env HTML replay there.
 
     ``info`` at the end of an episode holds ``won`` (False for a loss, a tie or a
-    max_turns truncation), ``battle_tag`` and ``turns``; an aborted battle (server
+    max_turns truncation), ``battle_tag``, ``turns`` and ``opponent`` (its name; a
+    mix names the one it drew, see :mod:`mapleenv.opponent_mix`); an aborted battle (server
     lost, timeout) ends with ``truncated=True`` and ``info["aborted"]`` (and no
     ``won``), and the next ``reset`` reconnects.
     """
@@ -395,7 +397,8 @@ class PokemonEnv(gymnasium.Env):
                  seed: int | None = None, *, backend: str = "server",
                  backend_kwargs: Mapping[str, Any] | None = None, timeout: float = 60.0,
                  reconnect_timeout: float = 60.0, team: Any = None,
-                 plugins: Iterable[str] = (), record_dir: str | Path | None = None):
+                 plugins: Iterable[str] = (), record_dir: str | Path | None = None,
+                 replay_dir: str | Path | None = None):
         for module in plugins:
             importlib.import_module(module)
         fmt = battle_format.lower()
@@ -413,10 +416,11 @@ class PokemonEnv(gymnasium.Env):
         self.reconnect_timeout = reconnect_timeout
         self.team = team
         self.record_dir = record_dir
+        self.replay_dir = replay_dir
         self.encoder = make_encoder(encoder)
         self.reward_tracker = RewardTracker(reward)
         self.opponent = (opponent if isinstance(opponent, Player)
-                         else make_opponent(opponent, battle_format=battle_format))
+                         else make_opponent(opponent, battle_format=battle_format, seed=seed))
         self.opponent_name = opponent if isinstance(opponent, str) else type(opponent).__name__
         self.action_space = spaces.Discrete(action_space_size(self.gen))
         self.observation_space = spaces.Dict({
@@ -556,8 +560,20 @@ class PokemonEnv(gymnasium.Env):
         if terminated or truncated:
             self._episode_over = True
             info = {"won": bool(battle.won), "battle_tag": battle.battle_tag,
-                    "turns": battle.turn}
+                    "turns": battle.turn, "opponent": self.opponent_label(battle.battle_tag)}
+            if self.replay_dir is not None:
+                battle.save_replay(Path(self.replay_dir) / f"{battle.battle_tag}.html")
         return obs, float(reward), terminated, truncated, info
+
+    def opponent_label(self, battle_tag: str) -> str:
+        """Name of the opponent of ``battle_tag`` (a mix names the one it drew)."""
+        name_for = getattr(self.opponent, "name_for", None)
+        return name_for(battle_tag) if callable(name_for) else self.opponent_name
+
+    def call_opponent(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the opponent's ``method``: ``envs.call("call_opponent", ...)`` reaches the
+        opponents in vector-env workers (e.g. to push self-play snapshots)."""
+        return getattr(self.opponent, method)(*args, **kwargs)
 
     def close(self) -> None:
         """Stop the battle, the connection and an embedded server; idempotent."""

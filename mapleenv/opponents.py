@@ -6,14 +6,17 @@ the battle. Names:
 
 * ``random`` (``RandomPlayer``), ``max_power`` (``MaxBasePowerPlayer``),
   ``heuristic`` (``SimpleHeuristicsPlayer``);
-* ``prefix:argument`` for a factory added with :func:`register_opponent` -- e.g. the
-  trainer registers ``policy`` so that ``policy:<checkpoint>`` is a frozen Maple policy.
+* ``prefix:argument`` for a factory added with :func:`register_opponent`.
   Registration must happen in the process that builds the env: pass the registering
   module in the env's ``plugins`` (imported by the env) when envs run in workers.
+  :data:`PLUGIN_MODULES` are imported on demand when an unknown prefix is asked for:
+  they register ``policy:<checkpoint>``, ``self`` (:mod:`mapleenv.policy_opponent`) and
+  ``mix:<name>=<weight>,...`` (:mod:`mapleenv.opponent_mix`).
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import logging
 import os
@@ -25,6 +28,9 @@ from typing import Any
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.ps_client import AccountConfiguration
 
+# Modules imported (once) when an unknown opponent prefix is asked for.
+PLUGIN_MODULES: tuple[str, ...] = ("mapleenv.policy_opponent", "mapleenv.opponent_mix")
+
 BASELINES: dict[str, type[Player]] = {
     "random": RandomPlayer,
     "max_power": MaxBasePowerPlayer,
@@ -32,7 +38,7 @@ BASELINES: dict[str, type[Player]] = {
 }
 
 OpponentFactory = Callable[..., Player]
-"""``factory(argument: str, *, battle_format: str, **kwargs) -> Player``."""
+"""``factory(argument: str, *, battle_format: str, seed: int | None, **kwargs) -> Player``."""
 
 _FACTORIES: dict[str, OpponentFactory] = {}
 _counter = itertools.count()
@@ -56,14 +62,19 @@ def opponent_names() -> list[str]:
     return [*BASELINES, *(f"{p}:<...>" for p in sorted(_FACTORIES))]
 
 
-def make_opponent(name: str, battle_format: str = "gen9randombattle", **kwargs: Any) -> Player:
-    """Build the opponent called ``name`` (extra ``kwargs`` go to the Player/factory)."""
+def make_opponent(name: str, battle_format: str = "gen9randombattle", *,
+                  seed: int | None = None, **kwargs: Any) -> Player:
+    """Build the opponent called ``name`` (extra ``kwargs`` go to the Player/factory;
+    ``seed`` goes to registered factories only)."""
     prefix, _, argument = name.partition(":")
+    if prefix not in BASELINES and prefix not in _FACTORIES:
+        for module in PLUGIN_MODULES:
+            importlib.import_module(module)
     if prefix in BASELINES and not argument:
         kwargs.setdefault("account_configuration",
                           AccountConfiguration(unique_username("o"), None))
         kwargs.setdefault("log_level", logging.WARNING)
         return BASELINES[prefix](battle_format=battle_format, start_listening=False, **kwargs)
     if prefix in _FACTORIES:
-        return _FACTORIES[prefix](argument, battle_format=battle_format, **kwargs)
+        return _FACTORIES[prefix](argument, battle_format=battle_format, seed=seed, **kwargs)
     raise ValueError(f"unknown opponent {name!r}; valid: {', '.join(opponent_names())}")
