@@ -80,3 +80,21 @@ def memory_vector_env(
         [lambda: MemoryEnv(**env_kwargs) for _ in range(num_envs)],
         autoreset_mode=gym.vector.AutoresetMode(autoreset_mode),
     )
+
+
+# Trainer overrides for fast runs on the memory task (sync vector env, tiny model).
+MEMORY_OVERRIDES = [
+    "env=gym",
+    f"env.id={MEMORY_ENV_ID}",
+    "env.num_envs=16",
+    "device=cpu",
+    "algo.rollout_steps=32",
+    "algo.bptt=8",
+    "algo.num_minibatches=4",
+    "algo.epochs=4",
+    "algo.lr=3e-3",
+    "model.encoder_sizes=[32]",
+    "model.hidden_size=32",
+    "tensorboard=false",
+    "log_every=1000",
+]

@@ -23,6 +23,16 @@ class EnvConfig:
 
 
 @dataclass
+class RayShardConfig:
+    """Ray scale-out of the Showdown envs (``env.vectorization=ray``; needs the ray extra)."""
+
+    shards: int = 2  # Ray actors, each with its own vector env and server(s)
+    cpus_per_shard: float = 1.0
+    address: str | None = None  # None: start a local Ray; "auto": join this machine's cluster
+    step_timeout_s: float | None = None
+
+
+@dataclass
 class ShowdownEnvConfig(EnvConfig):
     """Pokémon Showdown battles; the fields map to ``mapleenv.make_vector_env`` kwargs."""
 
@@ -38,6 +48,8 @@ class ShowdownEnvConfig(EnvConfig):
     max_turns: int | None = None
     backend: str = "server"
     context: str = "spawn"
+    vectorization: str = "async"  # async: local AsyncVectorEnv | ray: Ray actor shards
+    ray: RayShardConfig = field(default_factory=RayShardConfig)
 
 
 @dataclass
@@ -98,7 +110,7 @@ class TrainConfig:
     total_steps: int = 1_000_000
     seed: int = 1
     device: str = "auto"  # auto | cuda | mps | cpu (auto: cuda > mps > cpu)
-    torch_threads: int = 0  # 0 = leave torch's default
+    torch_threads: int = 0  # 0 = auto: half the CPU cores (envs need the rest), at most 8
     resume: str | None = None  # run dir or checkpoint file
     checkpoint_every: int = 50  # iterations between periodic checkpoints (0: only last.pt)
     log_every: int = 10  # iterations between log lines
@@ -169,6 +181,14 @@ def _check_values(cfg: TrainConfig) -> list[str]:
         (cfg.log_every >= 1, "log_every must be >= 1"),
         (e.num_envs >= 1, "env.num_envs must be >= 1"),
         (e.kind in ("showdown", "gym"), f"env.kind must be showdown|gym, got {e.kind!r}"),
+        (
+            not isinstance(e, ShowdownEnvConfig) or e.vectorization in ("async", "ray"),
+            f"env.vectorization must be async|ray, got {getattr(e, 'vectorization', None)!r}",
+        ),
+        (
+            not isinstance(e, GymEnvConfig) or e.vectorization in ("sync", "async"),
+            f"env.vectorization must be sync|async, got {getattr(e, 'vectorization', None)!r}",
+        ),
         (m.kind in ("lstm", "mlp"), f"model.kind must be lstm|mlp, got {m.kind!r}"),
         (
             m.activation in ("tanh", "relu"),

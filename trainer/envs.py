@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from pathlib import Path
 
@@ -77,8 +76,26 @@ def _make_showdown(
         backend=cfg.backend,
         context=cfg.context,
         seed=seed,
+        autoreset_mode=AutoresetMode.SAME_STEP,
     )
-    if "autoreset_mode" in inspect.signature(make_vector_env).parameters:
-        kwargs["autoreset_mode"] = AutoresetMode.SAME_STEP
-    log.info("starting %d Showdown env(s): %s vs %s", cfg.num_envs, cfg.battle_format, cfg.opponent)
+    log.info(
+        "starting %d Showdown env(s) (%s): %s vs %s",
+        cfg.num_envs,
+        cfg.vectorization,
+        cfg.battle_format,
+        cfg.opponent,
+    )
+    if cfg.vectorization == "ray":
+        from mapleenv.ray_vector import make_ray_vector_env
+
+        return make_ray_vector_env(
+            cfg.num_envs,
+            cfg.ray.shards,
+            cfg.ray.cpus_per_shard,
+            cfg.ray.address,
+            step_timeout_s=cfg.ray.step_timeout_s,
+            **kwargs,
+        )
+    if cfg.vectorization != "async":
+        raise ValueError(f"env.vectorization must be 'async' or 'ray', got {cfg.vectorization!r}")
     return make_vector_env(cfg.num_envs, **kwargs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import random
 import time
 from pathlib import Path
@@ -61,8 +62,8 @@ class Trainer:
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
-        if cfg.torch_threads > 0:
-            torch.set_num_threads(cfg.torch_threads)
+        threads = cfg.torch_threads or max(1, min(8, (os.cpu_count() or 2) // 2))
+        torch.set_num_threads(threads)
         self.device = resolve_device(cfg.device)
         self.bf16 = cfg.algo.bf16 and self.device.type == "cuda"
         if cfg.algo.bf16 and not self.bf16:
@@ -91,11 +92,12 @@ class Trainer:
                 self._restore(ckpt, resume_from)
             n_params = sum(p.numel() for p in self.policy.parameters())
             log.info(
-                "policy: %s, obs %d, actions %d, %d parameters",
+                "policy: %s, obs %d, actions %d, %d parameters, %d torch thread(s)",
                 cfg.model.kind,
                 self.adapter.obs_dim,
                 self.adapter.n_actions,
                 n_params,
+                threads,
             )
             hidden_shape = (
                 (cfg.model.num_layers, self.policy.state_size) if self.policy.recurrent else None

@@ -1,0 +1,152 @@
+"""Checkpoints: atomic writes, load_policy without Hydra, resume, Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from memory_env import MEMORY_OVERRIDES, register_memory_env
+
+from trainer.__main__ import CONF_DIR
+from trainer.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
+from trainer.config import ConfigError
+from trainer.policy import load_policy
+from trainer.train import train
+
+ROOT = Path(__file__).resolve().parent.parent
+ITER_STEPS = 16 * 32  # num_envs * rollout_steps of MEMORY_OVERRIDES
+
+
+def memory_cfg(*overrides: str):
+    register_memory_env()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=[*MEMORY_OVERRIDES, *overrides])
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "checkpoints" / "last.pt"
+    save_checkpoint(path, {"global_step": 1})
+    assert load_checkpoint(path)["global_step"] == 1
+
+    def broken_save(obj, f, *args, **kwargs):
+        f.write(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(path, {"global_step": 2})
+    assert load_checkpoint(path)["global_step"] == 1  # the old file is intact
+    assert [p.name for p in path.parent.iterdir()] == ["last.pt"]
+
+
+def test_resolve_checkpoint_errors_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no checkpoints/last.pt"):
+        resolve_checkpoint(tmp_path)
+    with pytest.raises(FileNotFoundError, match="checkpoint not found"):
+        resolve_checkpoint(tmp_path / "nope.pt")
+    (tmp_path / "x.pt").write_bytes(b"")
+    torch.save({"hello": 1}, tmp_path / "x.pt")
+    with pytest.raises(ValueError, match="not a Maple checkpoint"):
+        load_checkpoint(tmp_path / "x.pt")
+
+
+def test_resume_continues_from_the_saved_step(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    train(memory_cfg(f"total_steps={2 * ITER_STEPS}", "checkpoint_every=1"), run)
+    ckpt = load_checkpoint(run)
+    assert ckpt["global_step"] == 2 * ITER_STEPS and ckpt["iteration"] == 2
+    assert (run / "checkpoints" / f"step_{2 * ITER_STEPS:010d}.pt").is_file()
+    saved = ckpt["model"]
+
+    # Resume into the same run dir (the Hydra dir given here is ignored for outputs).
+    other = tmp_path / "hydra_dir"
+    train(memory_cfg(f"total_steps={4 * ITER_STEPS}", f"resume={run}"), other)
+    rows = read_metrics(run)
+    assert [int(r["global_step"]) for r in rows] == [ITER_STEPS * k for k in (1, 2, 3, 4)]
+    assert [int(r["iteration"]) for r in rows] == [1, 2, 3, 4]
+    assert load_checkpoint(run)["global_step"] == 4 * ITER_STEPS
+    assert not (other / "metrics.csv").exists()
+    # Resuming restored the weights: the first resumed iteration started from them.
+    resumed = load_checkpoint(run / "checkpoints" / f"step_{2 * ITER_STEPS:010d}.pt")["model"]
+    assert all(torch.equal(saved[k], resumed[k]) for k in saved)
+
+
+def test_resume_with_a_different_model_fails_clearly(tmp_path: Path) -> None:
+    train(memory_cfg(f"total_steps={ITER_STEPS}"), tmp_path)
+    with pytest.raises(ConfigError, match="different model"):
+        train(
+            memory_cfg(
+                f"total_steps={2 * ITER_STEPS}", "model.hidden_size=16", f"resume={tmp_path}"
+            ),
+            tmp_path,
+        )
+
+
+def test_load_policy_rebuilds_the_policy_without_hydra(tmp_path: Path) -> None:
+    train(memory_cfg(f"total_steps={ITER_STEPS}"), tmp_path)
+    policy, cfg = load_policy(tmp_path / "checkpoints" / "last.pt")
+    assert cfg.model.hidden_size == 32 and cfg.env.id == "MapleTest/Memory-v0"
+    assert not policy.training and policy.recurrent
+    ckpt = load_checkpoint(tmp_path)
+    assert all(torch.equal(v, ckpt["model"][k]) for k, v in policy.state_dict().items())
+    obs = torch.zeros(2, 3)
+    logits, value, hidden = policy(
+        obs, torch.ones(2, 2, dtype=torch.bool), policy.initial_state(2), torch.ones(2)
+    )
+    assert logits.shape == (2, 2) and value.shape == (2,) and hidden[0].shape == (1, 2, 32)
+
+
+def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "env=gym",
+            "env.id=CartPole-v1",
+            "env.num_envs=2",
+            "algo.rollout_steps=16",
+            "model.hidden_size=16",
+            "model.encoder_sizes=[16]",
+            "total_steps=100000000",
+            "tensorboard=false",
+            "device=cpu",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            metrics = tmp_path / "metrics.csv"
+            if metrics.exists() and len(metrics.read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the run wrote no metrics")
+        os.kill(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    assert "interrupted at step" in out
+    rows = read_metrics(tmp_path)
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt["global_step"] >= int(rows[-1]["global_step"]) >= 64

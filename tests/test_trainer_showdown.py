@@ -1,0 +1,50 @@
+"""The CI smoke experiment end to end: real Showdown server, one env, three rollouts."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainer.checkpoint import load_checkpoint
+from trainer.policy import load_policy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_smoke_experiment_trains_on_a_real_server(tmp_path: Path) -> None:
+    # No server_url: the env starts its embedded server, as `python -m trainer` does.
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "device: cpu" in out and "autoreset mode SAME_STEP" in out
+    assert "stopping Showdown" in out  # the run's server is stopped on close
+    with (tmp_path / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["global_step"]) for r in rows] == [32, 64, 96]
+    for r in rows:
+        assert float(r["sps"]) > 0 and r["policy_loss"] != "" and r["entropy"] != ""
+        if int(r["episodes"]):
+            assert 0.0 <= float(r["win_rate"]) <= 1.0
+    assert list((tmp_path / "showdown").glob("*.log"))  # server log kept in the run dir
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt["global_step"] == 96
+    policy, cfg = load_policy(tmp_path / "checkpoints" / "last.pt")
+    assert cfg.env.kind == "showdown" and cfg.name == "smoke"
+    obs = torch.zeros(1, policy.obs_dim)
+    mask = torch.zeros(1, policy.n_actions, dtype=torch.bool)
+    mask[0, 3] = True
+    logits, _, _ = policy(obs, mask, policy.initial_state(1), torch.ones(1))
+    assert torch.softmax(logits, -1)[0, 3] == 1.0
