@@ -11,9 +11,10 @@ per (backend, N):
     python scripts/bench_env.py --num-envs 1,4,8,16 --seconds 20 --backend server,direct
 
 ``env_steps_per_s`` counts agent decisions applied to battles (autoreset steps, where an
-env only starts a new battle, are left out; ``vector_steps_per_s`` counts them).
-``ratio = env_steps_per_s / sim_turns_per_s``. Quote ratios from one run: the machine may
-be shared, and both numbers of a line are measured within a minute of each other.
+env only starts a new battle, are left out). The env and the ceiling are measured in
+``--rounds`` alternating slices of ``seconds / rounds`` (the env stays up, idle, while the
+ceiling runs), so both see the same machine load; the line reports the medians and the
+median of the per-round ratios ``env_steps_per_s / sim_turns_per_s``.
 """
 
 from __future__ import annotations
@@ -91,53 +92,91 @@ def random_masked_actions(masks: np.ndarray, rng: np.random.Generator) -> np.nda
     return scores.argmax(axis=1)
 
 
-def env_throughput(num_envs: int, seconds: float, warmup: float, backend: str, servers: int,
-                   battle_format: str, opponent: str, seed: int) -> dict[str, Any]:
-    """Steps per second of ``make_vector_env`` with random masked actions."""
-    import mapleenv
+class _VectorRun:
+    """A vector env stepped with random masked actions, measured in time slices."""
 
-    rng = np.random.default_rng(seed)
-    t_start = time.perf_counter()
-    envs = mapleenv.make_vector_env(num_envs, backend=backend, servers=servers,
-                                    battle_format=battle_format, opponent=opponent)
-    try:
-        obs, _ = envs.reset(seed=seed)
-        startup_s = time.perf_counter() - t_start
-        autoreset = np.zeros(num_envs, dtype=bool)
-        counts = {"steps": 0, "vector_steps": 0, "episodes": 0}
-        phase_end = time.perf_counter() + warmup
-        measuring = False
+    def __init__(self, num_envs: int, backend: str, servers: int, battle_format: str,
+                 opponent: str, seed: int):
+        import mapleenv
+
+        extra: dict[str, Any] = {}
+        if backend == "direct":
+            import mapleenv.direct  # noqa: F401  (registers the backend here...)
+
+            extra["plugins"] = ["mapleenv.direct"]  # ...and in the workers
+        self.num_envs = num_envs
+        self.rng = np.random.default_rng(seed)
+        t_start = time.perf_counter()
+        self.envs = mapleenv.make_vector_env(num_envs, backend=backend, servers=servers,
+                                             battle_format=battle_format, opponent=opponent,
+                                             seed=seed, **extra)
+        try:
+            self.obs, _ = self.envs.reset()
+        except BaseException:
+            self.envs.close()
+            raise
+        self.startup_s = time.perf_counter() - t_start
+        self.autoreset = np.zeros(num_envs, dtype=bool)
+        self.episodes = 0
+
+    def run(self, seconds: float) -> float:
+        """Step for ``seconds``; agent decisions applied per second (autoreset steps,
+        where an env only starts its next battle, are not counted)."""
+        steps = 0
         t0 = time.perf_counter()
-        while True:
-            now = time.perf_counter()
-            if now >= phase_end:
-                if measuring:
-                    break
-                measuring, t0, phase_end = True, now, now + seconds
-                counts = dict.fromkeys(counts, 0)
-            actions = random_masked_actions(obs["action_mask"], rng)
-            obs, _, terminated, truncated, _ = envs.step(actions)
-            counts["vector_steps"] += 1
-            counts["steps"] += int(num_envs - autoreset.sum())
-            done = terminated | truncated
-            counts["episodes"] += int(done.sum())
-            autoreset = done
-        elapsed = time.perf_counter() - t0
+        end = t0 + seconds
+        while time.perf_counter() < end:
+            actions = random_masked_actions(self.obs["action_mask"], self.rng)
+            self.obs, _, terminated, truncated, _ = self.envs.step(actions)
+            steps += int(self.num_envs - self.autoreset.sum())
+            self.autoreset = terminated | truncated
+            self.episodes += int(self.autoreset.sum())
+        return steps / (time.perf_counter() - t0)
+
+    def close(self) -> None:
+        self.envs.close()
+
+
+def measure(num_envs: int, args: argparse.Namespace, backend: str) -> dict[str, Any]:
+    """Env steps/s and simulator turns/s in alternating slices; medians and their ratio."""
+    run = _VectorRun(num_envs, backend, args.servers, args.battle_format, args.opponent,
+                     args.seed)
+    env_rates: list[float] = []
+    sim_rates: list[float] = []
+    try:
+        run.run(args.warmup)
+        slice_s = args.seconds / args.rounds
+        for _ in range(args.rounds):
+            env_rates.append(run.run(slice_s))
+            if not args.no_ceiling:
+                sim_rates.append(sim_ceiling(slice_s, args.sim_procs, 1.0,
+                                             args.battle_format)["sim_turns_per_s"])
     finally:
-        envs.close()
-    return {
-        "env_steps_per_s": counts["steps"] / elapsed,
-        "vector_steps_per_s": counts["vector_steps"] * num_envs / elapsed,
-        "episodes": counts["episodes"],
-        "startup_s": round(startup_s, 2),
-        "measured_s": round(elapsed, 2),
+        run.close()
+    record: dict[str, Any] = {
+        "env_steps_per_s": float(np.median(env_rates)),
+        "env_steps_per_s_rounds": [round(r, 1) for r in env_rates],
+        "episodes": run.episodes,
+        "startup_s": round(run.startup_s, 2),
     }
+    if sim_rates:
+        record.update({
+            "sim_turns_per_s": float(np.median(sim_rates)),
+            "sim_turns_per_s_rounds": [round(r, 1) for r in sim_rates],
+            "sim_procs": args.sim_procs,
+            "ratio": float(np.median([e / s for e, s in zip(env_rates, sim_rates,
+                                                              strict=True)])),
+        })
+    return record
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--num-envs", default="8", help="comma-separated N values, e.g. 1,4,8,16")
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per run")
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="measured seconds per N, for the env and again for the ceiling")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="alternate env and ceiling slices this many times (medians)")
     parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured seconds first")
     parser.add_argument("--backend", default="server", help="server, direct or server,direct")
     parser.add_argument("--servers", type=int, default=1, help="Showdown servers (server backend)")
@@ -160,13 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 "battle_format": args.battle_format, "opponent": args.opponent,
                 "servers": args.servers if backend == "server" else None,
             }
-            record.update(env_throughput(num_envs, args.seconds, args.warmup, backend,
-                                         args.servers, args.battle_format, args.opponent,
-                                         args.seed))
-            if not args.no_ceiling:
-                record.update(sim_ceiling(args.seconds, args.sim_procs, min(args.warmup, 2.0),
-                                          args.battle_format))
-                record["ratio"] = record["env_steps_per_s"] / record["sim_turns_per_s"]
+            record.update(measure(num_envs, args, backend))
             record["machine"] = machine_info()
             print(json.dumps(record), flush=True)
     return 0

@@ -6,7 +6,8 @@
  *   node sim_ceiling.js [--seconds S] [--warmup W] [--format gen9randombattle]
  *
  * Turns are counted from the omniscient `|turn|N` lines (a turn started = a turn counted),
- * only during the measured window (warm-up battles are played first and not counted).
+ * only inside the measured window that follows the warm-up; `battles` counts the battles
+ * that ended inside it.
  * Run one process per core and add the results up (scripts/bench_env.py does).
  */
 'use strict';
@@ -65,23 +66,41 @@ async function playBattle(format, onTurn) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  let counting = false;
+  const warmEnd = Date.now() + opts.warmup * 1000;
+  let t0 = null;
+  let end = Infinity;
   let turns = 0;
   let battles = 0;
-  const onTurn = () => { if (counting) turns++; };
-  const warmEnd = Date.now() + opts.warmup * 1000;
-  while (Date.now() < warmEnd) await playBattle(opts.format, onTurn);
-  counting = true;
-  const t0 = process.hrtime.bigint();
-  const end = Date.now() + opts.seconds * 1000;
-  while (Date.now() < end) {
-    await playBattle(opts.format, onTurn);
-    battles++;
+  const finish = () => {
+    const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+    process.stdout.write(JSON.stringify({
+      format: opts.format, turns, battles, seconds: elapsed, turns_per_s: turns / elapsed,
+    }) + '\n', () => process.exit(0));
+  };
+  // Phases switch on the clock at any turn, not at battle ends: warm-up turns are not
+  // counted, and the run stops as soon as the measured window is over.
+  const onTurn = () => {
+    if (t0 === null) {
+      if (Date.now() < warmEnd) return;
+      t0 = process.hrtime.bigint();
+      end = Date.now() + opts.seconds * 1000;
+      return;
+    }
+    if (Date.now() >= end) {
+      finish();
+      throw new Error('done');
+    }
+    turns++;
+  };
+  for (;;) {
+    try {
+      await playBattle(opts.format, onTurn);
+    } catch (err) {
+      if (err.message === 'done') return new Promise(() => {});
+      throw err;
+    }
+    if (t0 !== null) battles++;
   }
-  const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
-  process.stdout.write(JSON.stringify({
-    format: opts.format, turns, battles, seconds: elapsed, turns_per_s: turns / elapsed,
-  }) + '\n');
 }
 
 main().catch(err => { console.error(err); process.exit(1); });
