@@ -39,9 +39,9 @@ def test_random_masked_actions_are_legal_and_cover_every_legal_action(bench) -> 
 
 
 def test_sim_ceiling_plays_battles_and_counts_turns(bench) -> None:
-    result = bench.sim_ceiling(seconds=1.5, procs=2, warmup=0.2)
+    result = bench.sim_ceiling(seconds=2, procs=2, warmup=0.2)
     assert result["sim_procs"] == 2 and len(result["sim_turns_per_s_each"]) == 2
-    assert result["sim_battles"] >= 1
+    assert all(rate > 0 for rate in result["sim_turns_per_s_each"])
     assert result["sim_turns_per_s"] == pytest.approx(sum(result["sim_turns_per_s_each"]),
                                                       abs=0.2)
     assert result["sim_turns_per_s"] > 0
