@@ -263,8 +263,10 @@ class ShowdownBackend:
         if self._challenge is not None and self._challenge.done() and \
                 self._challenge.exception() is not None:
             raise BattleAborted(f"challenge failed: {self._challenge.exception()!r}")
-        for player in (self.agent, self.rival, self.opponent):
+        for player in (self.agent, self.rival):
             player.reset_battles()
+        if self.rival_battle is not None:  # the opponent may be shared: drop only ours
+            self.opponent._battles.pop(self.rival_battle.battle_tag, None)
         self.battle = self.rival_battle = None
         if self.agent.frames is not None:
             self.agent.frames.clear()
@@ -311,7 +313,7 @@ class ShowdownBackend:
         current = asyncio.current_task()
         listeners = {self.agent.listener_task, self.rival.listener_task}
         others = [t for t in asyncio.all_tasks() if t is not current and t not in listeners]
-        if others:
+        if others and self.connected:
             await asyncio.wait(others, timeout=3)
         for player in (self.agent, self.rival):
             websocket = getattr(player.ps_client, "websocket", None)

@@ -1,0 +1,171 @@
+"""PokemonEnv against a real Showdown server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import gymnasium
+import numpy as np
+import pytest
+from conftest import child_node_pids, pid_alive
+
+import mapleenv
+from mapleenv.env import PokemonEnv, ShowdownBackend, register_backend
+from mapleenv.server import ShowdownError, free_port
+
+MOVES = slice(6, 10)
+MOVE_FEATURES = slice(82, 86)  # SimpleEncoder: power x effectiveness of move slots 0-3
+
+
+def greedy_action(obs, rng) -> int:
+    """Strongest legal move by the encoder's move features, else a random legal action."""
+    mask = obs["action_mask"]
+    moves = np.flatnonzero(mask[MOVES])
+    if len(moves):
+        return 6 + int(moves[np.argmax(obs["observation"][MOVE_FEATURES][moves])])
+    return int(rng.choice(np.flatnonzero(mask)))
+
+
+def play(env, rng, max_steps: int = 2000):
+    """One episode; returns (total reward, steps, last info, terminated, truncated)."""
+    obs, info = env.reset()
+    assert info["battle_tag"].startswith("battle-gen9randombattle-")
+    total, steps = 0.0, 0
+    for steps in range(1, max_steps + 1):  # noqa: B007
+        assert env.observation_space.contains(obs)
+        assert obs["action_mask"].any()
+        obs, reward, terminated, truncated, info = env.step(greedy_action(obs, rng))
+        total += reward
+        if terminated or truncated:
+            return total, steps, info, terminated, truncated
+    raise AssertionError("battle did not end")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("opponent", ["random", "max_power", "heuristic"])
+def test_full_episode_against_each_opponent(showdown_server, opponent):
+    env = PokemonEnv(opponent=opponent, server=showdown_server)
+    try:
+        total, steps, info, terminated, truncated = play(env, np.random.default_rng(1))
+    finally:
+        env.close()
+    assert terminated and not truncated
+    assert isinstance(info["won"], bool) and info["turns"] >= 1
+    assert total == (1.0 if info["won"] else -1.0)  # default reward: +-1 at the end only
+    assert env.battle.finished and env.battle.won == info["won"]
+
+
+@pytest.mark.integration
+def test_gym_make_battles_survive_server_kills_and_close_leaves_nothing(no_new_threads):
+    before = set(child_node_pids())
+    env = gymnasium.make(mapleenv.ENV_ID, opponent="random")
+    rng = np.random.default_rng(2)
+    try:
+        assert env.observation_space["observation"].shape == (116,)
+        assert env.action_space.n == 26
+        _, _, info, terminated, _ = play(env, rng)
+        assert terminated and isinstance(info["won"], bool)
+        server = env.unwrapped.server
+        first_pid = server.pid
+
+        # killed while the env is idle between battles: the next reset restarts it
+        os.kill(server.pid, signal.SIGKILL)
+        _, _, info, terminated, _ = play(env, rng)
+        assert terminated and server.pid != first_pid and server.restarts == 1
+
+        # killed in the middle of a battle: the episode is truncated as aborted
+        obs, _ = env.reset()
+        os.kill(server.pid, signal.SIGKILL)
+        obs, reward, terminated, truncated, info = env.step(greedy_action(obs, rng))
+        assert truncated and not terminated and reward == 0.0
+        assert "aborted" in info and "won" not in info
+        _, _, info, terminated, _ = play(env, rng)
+        assert terminated and server.restarts == 2
+        last_pid = server.pid
+    finally:
+        env.close()
+    env.close()  # idempotent
+    assert not pid_alive(last_pid)
+    assert set(child_node_pids()) <= before
+
+
+@pytest.fixture
+def no_new_threads():
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    leaked = [t for t in threading.enumerate() if t.ident not in before and not t.daemon]
+    assert leaked == []
+    assert [t for t in threading.enumerate()
+            if t.name == "maple-env-loop" and t.ident not in before] == []
+
+
+@pytest.mark.integration
+def test_illegal_action_raises_and_the_battle_goes_on(showdown_server):
+    env = PokemonEnv(server=showdown_server)
+    try:
+        obs, _ = env.reset()
+        illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+        with pytest.raises(ValueError, match=f"illegal action {illegal}"):
+            env.step(illegal)
+        turn = env.battle.turn
+        obs, *_ = env.step(greedy_action(obs, np.random.default_rng(3)))
+        assert env.battle.turn >= turn
+    finally:
+        env.close()
+
+
+@pytest.mark.integration
+def test_max_turns_truncates_and_the_next_reset_starts_a_new_battle(showdown_server):
+    env = PokemonEnv(server=showdown_server, max_turns=2,
+                     reward={"hp_value": 1.0, "fainted_value": 1.0})
+    rng = np.random.default_rng(4)
+    try:
+        _, steps, info, terminated, truncated = play(env, rng)
+        assert truncated and not terminated and info["won"] is False
+        assert info["turns"] == 2 and steps <= 3
+        first = info["battle_tag"]
+        _, _, info, _, truncated = play(env, rng)
+        assert truncated and info["battle_tag"] != first
+    finally:
+        env.close()
+
+
+@pytest.mark.integration
+def test_registered_backend_is_used(showdown_server):
+    made = []
+
+    def factory(*, battle_format, opponent, seed, log_dir, **kwargs):
+        made.append(kwargs)
+        return ShowdownBackend(showdown_server.server_configuration, battle_format, opponent)
+
+    register_backend("test-loopback", factory)
+    env = PokemonEnv(backend="test-loopback", backend_kwargs={"flag": 1})
+    try:
+        _, _, info, terminated, _ = play(env, np.random.default_rng(5))
+        assert terminated and made == [{"flag": 1}] and env.server is None
+    finally:
+        env.close()
+
+
+def test_unreachable_external_server_is_a_clear_error():
+    env = PokemonEnv(server=f"127.0.0.1:{free_port()}", reconnect_timeout=0.5)
+    with pytest.raises(ShowdownError, match="unreachable"):
+        env.reset()
+    env.close()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown opponent 'nobody'.*random, max_power"):
+        PokemonEnv(opponent="nobody")
+    with pytest.raises(NotImplementedError, match="backend 'direct'"):
+        PokemonEnv(backend="direct")
+    with pytest.raises(ValueError, match="singles"):
+        PokemonEnv(battle_format="gen9randomdoublesbattle")
+    with pytest.raises(ValueError, match="unknown reward key"):
+        PokemonEnv(reward={"victory": 1})
+    env = PokemonEnv()
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+    env.close()
