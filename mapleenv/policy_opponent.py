@@ -146,6 +146,7 @@ class PolicyOpponent(Player):
         # battle_tag -> (policy, recurrent state) of the battles being played
         self._states: OrderedDict[str, tuple[FrozenPolicy | None, Any]] = OrderedDict()
         self._warned_empty = False
+        self.decisions = 0  # decisions made by a policy network (not random fallbacks)
 
     # -- pool management (called through ``envs.call("call_opponent", ...)``)
     def sync_pool(self, add: Sequence[Mapping[str, Any]] = (),
@@ -163,6 +164,11 @@ class PolicyOpponent(Player):
 
     def pool_ids(self) -> list[int]:
         return [p.id for p in self.pool]
+
+    def battle_state(self, battle_tag: str) -> Any:
+        """The recurrent state kept for ``battle_tag`` (``None`` if not playing it)."""
+        entry = self._states.get(battle_tag)
+        return None if entry is None else entry[1]
 
     def pool_checksums(self) -> dict[int, float]:
         """Sum of absolute parameter values per pool id (to verify pushed weights)."""
@@ -212,6 +218,7 @@ class PolicyOpponent(Player):
                 action = int(torch.argmax(logits[0]))
         self._states[tag] = (policy, state)
         self._states.move_to_end(tag)
+        self.decisions += 1
         order = legal.get(action)
         if order is None:  # cannot happen with a masked policy; stay legal anyway
             logger.warning("%s chose illegal action %d; playing a random move", self.name, action)
