@@ -102,8 +102,10 @@ class RichEncoder:
 
         width = _WIDTH["own_team"]
         base = _OFF["own_team"]
+        tera_types = _request_tera_types(battle)
         for i, mon in enumerate(list(battle.team.values())[:_TEAM]):
-            self._pokemon(out, base + i * width, mon, gen, opp_types, opponent=False)
+            self._pokemon(out, base + i * width, mon, gen, opp_types, opponent=False,
+                          tera=tera_types.get(mon.name))
         base = _OFF["opponent_team"]
         opp_team = list(battle.opponent_team.values())[:_TEAM]
         for i in range(_TEAM):
@@ -125,14 +127,15 @@ class RichEncoder:
 
     # ------------------------------------------------------------------ blocks
     def _pokemon(self, out: np.ndarray, o: int, mon: Pokemon, gen: int,
-                 other_types: tuple[PokemonType, ...], opponent: bool) -> None:
+                 other_types: tuple[PokemonType, ...], opponent: bool,
+                 tera: PokemonType | None = None) -> None:
         out[o + _P["present"]] = 1.0
         out[o + _P["active"]] = bool(mon.active)
         hp = mon.current_hp_fraction
         out[o + _P["hp"]] = min(max(hp, 0.0), 1.0)
         types = current_types(mon)
         bs = mon.base_stats
-        key = (gen, mon.species, mon.level, types, mon.tera_type, mon.is_terastallized,
+        key = (gen, mon.species, mon.level, types, mon.tera_type or tera, mon.is_terastallized,
                (bs["hp"], bs["atk"], bs["def"], bs["spa"], bs["spd"], bs["spe"]), mon.status,
                mon.status_counter, mon.item, mon.ability, tuple(mon.moves), opponent)
         profile = self._profiles.get(key)
@@ -330,6 +333,25 @@ def _static(gen: int, move_id: str) -> tuple[np.ndarray, PokemonType | None, boo
             found = _EMPTY_STATIC
         _static_cache[key] = found
     return found
+
+
+def _request_tera_types(battle: AbstractBattle) -> dict[str, PokemonType]:
+    """Our Pokémon's Tera types by name, from the last request (poke-env only learns a
+    Tera type when the Pokémon terastallizes)."""
+    request = battle.last_request
+    side = request.get("side") if request else None
+    if not side:
+        return {}
+    out = {}
+    for entry in side.get("pokemon", ()):
+        name = entry.get("teraType")
+        tera = _TERA_BY_NAME.get(name.lower()) if name else None
+        if tera is not None:
+            out[entry["ident"][4:]] = tera
+    return out
+
+
+_TERA_BY_NAME = {t.name.lower(): t for t in vocab.TERA_TYPES}
 
 
 def _effective_speed(mon: Pokemon, stat: int | None,
