@@ -132,8 +132,13 @@ class OpponentMix(Player):
         return self._drawn[battle_tag]
 
     def member_for(self, battle: AbstractBattle) -> Player:
+        """The member playing ``battle``; registers the battle with it (as the env does
+        with its opponent) and forgets the member's finished battles."""
         member = self.members[self.name_for(battle.battle_tag)]
-        member._battles.setdefault(battle.battle_tag, battle)
+        if battle.battle_tag not in member._battles:
+            for tag in [t for t, b in member._battles.items() if b.finished]:
+                del member._battles[tag]
+            member._battles[battle.battle_tag] = battle
         return member
 
     def choose_move(self, battle: AbstractBattle) -> BattleOrder:
@@ -157,11 +162,8 @@ class OpponentMix(Player):
                   keep: Sequence[int] | None = None) -> list[int]:
         return self._self_member().sync_pool(add, keep)
 
-    def pool_ids(self) -> list[int]:
-        return self._self_member().pool_ids()
-
-    def pool_checksums(self) -> dict[int, float]:
-        return self._self_member().pool_checksums()
+    def pool_stats(self) -> dict[str, Any]:
+        return self._self_member().pool_stats()
 
 
 def _mix_factory(argument: str, *, battle_format: str, seed: int | None = None,

@@ -165,14 +165,16 @@ class PolicyOpponent(Player):
     def pool_ids(self) -> list[int]:
         return [p.id for p in self.pool]
 
+    def pool_stats(self) -> dict[str, Any]:
+        """Pool ids, per-id parameter checksums (sum of absolute values: to verify
+        pushed weights) and the number of decisions the networks made."""
+        return {"ids": self.pool_ids(), "checksums": {p.id: p.checksum for p in self.pool},
+                "decisions": self.decisions}
+
     def battle_state(self, battle_tag: str) -> Any:
         """The recurrent state kept for ``battle_tag`` (``None`` if not playing it)."""
         entry = self._states.get(battle_tag)
         return None if entry is None else entry[1]
-
-    def pool_checksums(self) -> dict[int, float]:
-        """Sum of absolute parameter values per pool id (to verify pushed weights)."""
-        return {p.id: p.checksum for p in self.pool}
 
     # -- playing
     def _encoder(self, name: str) -> BattleEncoder:

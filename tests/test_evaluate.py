@@ -1,0 +1,99 @@
+"""Evaluation: Wilson intervals, the periodic evaluator, the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+from test_opponent_policy import write_tiny_checkpoint
+
+from trainer.evaluate import (
+    EvaluateConfig,
+    OpponentResult,
+    PeriodicEvalConfig,
+    PeriodicEvaluator,
+    run,
+    wilson_interval,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wilson_interval_on_hand_worked_numbers():
+    # 8/10, z = 1.96: centre (0.8 + 1.92/10) / 1.38416 = 0.71668,
+    # half-width 1.96 * sqrt(0.016 + 0.009604) / 1.38416 = 0.22658
+    low, high = wilson_interval(8, 10, z=1.96)
+    assert low == pytest.approx(0.4901, abs=1e-4) and high == pytest.approx(0.9433, abs=1e-4)
+    # 0/10: [0, z^2 / (n + z^2)] = [0, 3.8416 / 13.8416]
+    assert wilson_interval(0, 10, z=1.96) == pytest.approx((0.0, 0.27754), abs=1e-5)
+    # 10/10 mirrors 0/10
+    assert wilson_interval(10, 10, z=1.96) == pytest.approx((1 - 0.27754, 1.0), abs=1e-5)
+    # 95% default quantile; 100/200 is symmetric around 0.5
+    low, high = wilson_interval(100, 200)
+    assert low == pytest.approx(0.43131, abs=1e-4) and low + high == pytest.approx(1.0)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
+
+
+def test_result_document_keys():
+    result = OpponentResult("random", battles=10, wins=8).to_dict()
+    assert set(result) >= {"battles", "wins", "win_rate", "ci_low", "ci_high"}
+    assert result["win_rate"] == 0.8 and result["ci_low"] < 0.8 < result["ci_high"]
+
+
+def test_periodic_evaluator_columns_and_schedule(tmp_path):
+    env_cfg = OmegaConf.create({"battle_format": "gen9randombattle", "encoder": "simple"})
+    off = PeriodicEvaluator(PeriodicEvalConfig(), env_cfg, tmp_path)
+    assert off.columns() == [] and not off.due(10)
+    on = PeriodicEvaluator(PeriodicEvalConfig(every=5, opponents=["random", "heuristic"]),
+                           env_cfg, tmp_path)
+    assert on.columns() == ["eval/random/win_rate", "eval/random/ci_low", "eval/random/ci_high",
+                            "eval/heuristic/win_rate", "eval/heuristic/ci_low",
+                            "eval/heuristic/ci_high"]
+    assert [i for i in range(1, 16) if on.due(i)] == [5, 10, 15]
+    assert on.maybe_run(policy=None, iteration=3, global_step=0) == {}  # not due: no battles
+
+
+def evaluate_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trainer.evaluate", *args,
+                           f"hydra.run.dir={cwd / 'hydra'}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_missing_checkpoint_fails_clearly(tmp_path):
+    with pytest.raises(FileNotFoundError, match="checkpoint not found"):
+        run(EvaluateConfig(checkpoint=str(tmp_path / "nope.pt")), tmp_path)
+
+
+@pytest.mark.integration
+def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path):
+    checkpoint = write_tiny_checkpoint(tmp_path / "tiny.pt")
+    output = tmp_path / "out" / "eval.json"
+    done = evaluate_cli(
+        f"checkpoint={checkpoint}", "opponents=[random]", "battles=3", "num_envs=2",
+        "save_replays=true", f"output={output}",
+        f"server_url={showdown_server.server_configuration.websocket_url}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    document = json.loads(output.read_text())
+    assert document["policy"] == "greedy" and document["encoder"] == "simple"
+    assert list(document["opponents"]) == ["random"]
+    for name, result in document["opponents"].items():
+        assert result["battles"] == 3
+        assert 0 <= result["wins"] <= 3
+        assert result["win_rate"] == pytest.approx(result["wins"] / 3)
+        low, high = wilson_interval(result["wins"], 3)
+        assert (result["ci_low"], result["ci_high"]) == pytest.approx((low, high))
+        assert not math.isnan(result["mean_turns"]) and result["mean_turns"] >= 1
+        assert name in done.stdout
+        replays = list((output.parent / "replays" / name).glob("*.html"))
+        assert len(replays) >= 3  # every battle played (extras beyond the quota too)
+        html = replays[0].read_text()
+        assert "<html" in html.lower() or "<!doctype html" in html.lower()
+        assert "|turn|1" in html and ("|win|" in html or "|tie" in html)
+    assert "95% CI" in done.stdout
