@@ -292,6 +292,15 @@ class ShowdownServer:
     still running, and on Linux Node gets SIGKILL if the thread that started it dies
     (``PR_SET_PDEATHSIG``) -- so start servers from the main thread or a long-lived
     one.
+
+    Args:
+        port: fixed port (default: a free one).
+        log_dir: keep the server directory (``showdown-PORT/``: config, Showdown's own
+            logs) and the process output (``showdown-PORT.log``) there; default: a
+            temporary directory removed by :meth:`stop`.
+        start_timeout: seconds to wait for the port and for the warm-up login.
+        config: extra ``config.js`` values over :data:`DEFAULT_CONFIG`.
+        warm: log in once at start (see :meth:`warm_up`).
     """
 
     def __init__(self, port: int | None = None, log_dir: str | Path | None = None, *,
@@ -484,6 +493,12 @@ class ShowdownServer:
                 shutil.rmtree(self._server_dir, ignore_errors=True)
                 self._server_dir = None
                 self._owns_dir = False
+            elif self._server_dir is not None and self._process is None:
+                # keep config and logs in a run directory, drop the package links
+                for name in (*_LINKED_ENTRIES, "node_modules"):
+                    link = self._server_dir / name
+                    if link.is_symlink():
+                        link.unlink()
 
     def restart(self) -> ShowdownServer:
         """Stop and start again on the same port."""

@@ -70,12 +70,15 @@ def make_vector_env(
     seed: int | None = None,
     autoreset_mode: AutoresetMode | str | None = None,
     watchdog_interval: float = 1.0,
+    server_config: Mapping[str, Any] | None = None,
     **env_kwargs: Any,
 ) -> ShowdownVectorEnv:
     """``num_envs`` :class:`PokemonEnv` in ``AsyncVectorEnv`` workers (shared memory).
 
-    ``server_url`` uses an external server instead of starting ``servers`` local ones;
-    ``seed`` seeds env ``i`` with ``seed + i``; ``env_kwargs`` go to every
+    ``server_url`` uses an external server instead of starting ``servers`` local ones
+    (``server_config``: extra Showdown config values for those, see
+    :data:`mapleenv.server.DEFAULT_CONFIG`); ``seed`` seeds env ``i`` with ``seed + i``;
+    ``env_kwargs`` go to every
     :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``). ``backend`` other than
     ``"server"`` must have been registered (``mapleenv.env.register_backend``).
     """
@@ -94,7 +97,8 @@ def make_vector_env(
         if server_url is not None:
             configurations = [external_server(server_url)] * num_envs
         else:
-            pool = ServerPool(min(servers, num_envs), log_dir=log_dir)
+            pool = ServerPool(min(servers, num_envs), log_dir=log_dir,
+                              config=dict(server_config or {}))
             pool.start()
             pool.start_watchdog(watchdog_interval)
             configurations = [pool.configuration_for(i) for i in range(num_envs)]
