@@ -21,6 +21,7 @@ needs it (`pip install -e ".[ray]"` installs it).
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import math
 import os
@@ -183,7 +184,13 @@ class ShardActor:
         self.env.set_attr(name, values)
 
     def close(self) -> None:
-        self.env.close()
+        """Closes the env (and its servers), then frees its multiprocessing objects now:
+        Ray ends the actor's child processes (the resource tracker too) before Python's
+        finalizers would run, which otherwise prints resource_tracker KeyErrors."""
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+            gc.collect()
 
 
 class RayVectorEnv(VectorEnv):
