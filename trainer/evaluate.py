@@ -273,6 +273,8 @@ class PeriodicEvaluator:
                  seed: int = 0):
         if cfg.every < 0 or cfg.battles < 1 or cfg.num_envs < 1:
             raise ValueError("eval.every must be >= 0, eval.battles and eval.num_envs >= 1")
+        if cfg.every and not hasattr(env_cfg, "battle_format"):
+            raise ValueError("eval.every > 0 needs Showdown envs (env=showdown)")
         self.cfg, self.env_cfg, self.run_dir, self.seed = cfg, env_cfg, Path(run_dir), seed
 
     def columns(self) -> list[str]:

@@ -15,8 +15,9 @@ snapshot of the pool per battle, on CPU, with its own recurrent state. The train
   ``envs.call("call_opponent", "sync_pool", added, kept_ids)``. Its :meth:`SelfPlay.state_dict`
   goes into the checkpoint, so ``resume`` keeps the pool.
 
-Per-opponent win rates (``win_rate/<name>`` metrics columns) come from
-:func:`opponent_win_rates` over the episodes' ``info["opponent"]``.
+Per-opponent win rates (``win_rate/<name>`` metrics columns, :func:`win_rate_columns`)
+come from :class:`OpponentStats`, a vector-env wrapper that reads ``info["opponent"]``
+and ``info["won"]`` of the finished episodes.
 
 This module imports ``trainer.policy`` lazily: ``trainer.config`` may import
 :class:`SelfPlayConfig` from here.
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from gymnasium.vector import VectorEnv, VectorWrapper
 
 log = logging.getLogger(__name__)
 
@@ -181,9 +183,12 @@ def _plain(value: Any) -> Any:
 
 
 def win_rate_columns(opponent: Any) -> list[str]:
-    """``win_rate/<name>`` metrics columns for ``env.opponent`` (a name or a mix)."""
+    """``win_rate/<name>`` metrics columns for ``env.opponent`` (a name or a mix; ``None``
+    for envs without opponents: no columns)."""
     from mapleenv.opponent_mix import opponent_names
 
+    if opponent is None:
+        return []
     return [f"win_rate/{name}" for name in opponent_names(_plain(opponent))]
 
 
@@ -196,3 +201,39 @@ def opponent_win_rates(columns: Iterable[str], opponents: Sequence[str],
         counts[0] += bool(won)
         counts[1] += 1
     return {c: (totals[c][0] / totals[c][1] if c in totals else math.nan) for c in columns}
+
+
+class OpponentStats(VectorWrapper):
+    """Records ``(info["opponent"], info["won"])`` of every finished episode.
+
+    Works with both autoreset modes (``final_info`` under SAME_STEP). Episodes without
+    ``won`` (aborted battles) or ``opponent`` are not recorded.
+    """
+
+    def __init__(self, env: VectorEnv, columns: Sequence[str]):
+        super().__init__(env)
+        self.columns = list(columns)
+        self.opponents: list[str] = []
+        self.wins: list[bool] = []
+
+    def step(self, actions: Any) -> tuple[Any, ...]:
+        obs, rewards, terminated, truncated, info = self.env.step(actions)
+        done = np.asarray(terminated) | np.asarray(truncated)
+        if done.any():
+            final = info.get("final_info", info)
+            names, won = final.get("opponent"), final.get("won")
+            if names is not None and won is not None:
+                has = np.asarray(final.get("_opponent", True)) & np.asarray(final.get("_won", True))
+                for i in np.flatnonzero(done & has):
+                    self.opponents.append(str(names[i]))
+                    self.wins.append(bool(won[i]))
+        return obs, rewards, terminated, truncated, info
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.env.call(name, *args, **kwargs)
+
+    def pop_win_rates(self) -> dict[str, float]:
+        """Win rate per column since the last call (NaN: no episode against it)."""
+        rates = opponent_win_rates(self.columns, self.opponents, self.wins)
+        self.opponents, self.wins = [], []
+        return rates
