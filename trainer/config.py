@@ -13,6 +13,9 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from trainer.evaluate import PeriodicEvalConfig
+from trainer.selfplay import SelfPlayConfig
+
 
 @dataclass
 class EnvConfig:
@@ -115,6 +118,8 @@ class TrainConfig:
     checkpoint_every: int = 50  # iterations between periodic checkpoints (0: only last.pt)
     log_every: int = 10  # iterations between log lines
     tensorboard: bool = True
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)  # env.opponent with self
+    eval: PeriodicEvalConfig = field(default_factory=PeriodicEvalConfig)  # every=0: off
 
 
 def register_configs() -> None:

@@ -64,9 +64,11 @@ def _make_showdown(
     make_vector_env = getattr(mapleenv, "make_vector_env", None)
     if make_vector_env is None:
         raise RuntimeError("mapleenv.make_vector_env is missing (mapleenv not built yet?)")
+    from mapleenv.opponent_mix import opponent_spec
+
     kwargs = dict(
         battle_format=cfg.battle_format,
-        opponent=cfg.opponent,
+        opponent=opponent_spec(cfg.opponent),  # a mix mapping -> "mix:name=weight,..."
         servers=cfg.servers,
         server_url=cfg.server_url,
         log_dir=str(log_dir) if log_dir is not None else None,

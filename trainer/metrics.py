@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import logging
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +44,17 @@ def _fmt(value: float, spec: str) -> str:
 
 
 class MetricsLogger:
-    """Appends one row per iteration to ``metrics.csv`` (and TensorBoard if enabled)."""
+    """Appends one row per iteration to ``metrics.csv`` (and TensorBoard if enabled);
+    ``extra_columns`` (e.g. ``win_rate/<opponent>``) follow :data:`COLUMNS`."""
 
-    def __init__(self, run_dir: str | Path, tensorboard: bool = True) -> None:
+    def __init__(
+        self, run_dir: str | Path, tensorboard: bool = True, extra_columns: tuple[str, ...] = ()
+    ) -> None:
+        self.columns = (*COLUMNS, *extra_columns)
         self.path = Path(run_dir) / "metrics.csv"
         new_file = not self.path.exists() or self.path.stat().st_size == 0
         self._file = self.path.open("a", newline="")
-        self._csv = csv.DictWriter(self._file, fieldnames=COLUMNS, extrasaction="ignore")
+        self._csv = csv.DictWriter(self._file, fieldnames=self.columns, extrasaction="ignore")
         if new_file:
             self._csv.writeheader()
             self._file.flush()
@@ -60,11 +65,11 @@ class MetricsLogger:
             self._tb = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
 
     def write(self, row: dict[str, Any]) -> None:
-        self._csv.writerow({k: ("" if _is_nan(row.get(k)) else row.get(k)) for k in COLUMNS})
+        self._csv.writerow({k: ("" if _is_nan(row.get(k)) else row.get(k)) for k in self.columns})
         self._file.flush()
         if self._tb is not None:
             step = int(row["global_step"])
-            for key in COLUMNS[2:]:
+            for key in self.columns[2:]:
                 value = row.get(key)
                 if value is not None and not _is_nan(value):
                     self._tb.add_scalar(f"maple/{key}", float(value), step)
@@ -102,8 +107,18 @@ class ConsoleProgress:
         )
         self.live = self._progress.console.is_terminal
         self._task = self._progress.add_task("train", total=total, completed=completed, info="")
+        self._rerouted: list[tuple[logging.StreamHandler, Any]] = []
         if self.live:
             self._progress.start()
+            self._reroute_logging()
+
+    def _reroute_logging(self) -> None:
+        """Send console log handlers through rich's stream proxies, so log lines print
+        above the live line instead of through it."""
+        proxies = {id(sys.__stderr__): sys.stderr, id(sys.__stdout__): sys.stdout}
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, logging.StreamHandler) and id(handler.stream) in proxies:
+                self._rerouted.append((handler, handler.setStream(proxies[id(handler.stream)])))
 
     def update(self, row: dict[str, Any]) -> None:
         if self.live:
@@ -111,4 +126,7 @@ class ConsoleProgress:
 
     def stop(self) -> None:
         if self.live:
+            for handler, stream in self._rerouted:
+                handler.setStream(stream)
+            self._rerouted.clear()
             self._progress.stop()

@@ -29,10 +29,12 @@ from trainer.checkpoint import (
 from trainer.config import ConfigError, TrainConfig, to_train_config
 from trainer.device import resolve_device
 from trainer.envs import make_envs
+from trainer.evaluate import PeriodicEvaluator
 from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
 from trainer.policy import build_policy, policy_spec
 from trainer.ppo import ppo_update
 from trainer.rollout import EpisodeStats, RolloutCollector
+from trainer.selfplay import OpponentStats, SelfPlay, win_rate_columns
 from trainer.spaces import ObsAdapter
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,10 @@ class Trainer:
             if envs is not None
             else make_envs(cfg.env, seed=cfg.seed, log_dir=self.run_dir / "showdown")
         )
+        # per-opponent win rates, self-play pushes, periodic evaluation (trainer.selfplay/evaluate)
+        self.envs = OpponentStats(self.envs, win_rate_columns(getattr(cfg.env, "opponent", None)))
+        self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)
+        self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed)
         try:
             self.adapter = ObsAdapter(
                 self.envs.single_observation_space, self.envs.single_action_space
@@ -90,6 +96,9 @@ class Trainer:
             )
             if ckpt is not None:
                 self._restore(ckpt, resume_from)
+            if self.selfplay is not None:
+                self.selfplay.load_state_dict(ckpt.get("selfplay") if ckpt else None)
+                self.selfplay.start(self.policy)
             n_params = sum(p.numel() for p in self.policy.parameters())
             log.info(
                 "policy: %s, obs %d, actions %d, %d parameters, %d torch thread(s)",
@@ -143,6 +152,7 @@ class Trainer:
             "config": self.raw_config,
             "policy": policy_spec(self.policy),
             "rng": rng_state(),
+            "selfplay": self.selfplay.state_dict() if self.selfplay is not None else None,
         }
 
     def save(self, name: str = LAST) -> Path:
@@ -174,6 +184,8 @@ class Trainer:
         steps = algo.rollout_steps * self.envs.num_envs
         self.global_step += steps
         self.iteration += 1
+        if self.selfplay is not None:
+            self.selfplay.after_update(self.policy, self.iteration)
         return {
             "iteration": self.iteration,
             "global_step": self.global_step,
@@ -186,17 +198,25 @@ class Trainer:
             "rollout_s": t1 - t0,
             "update_s": t2 - t1,
             **update,
+            **self.envs.pop_win_rates(),
         }
 
     def run(self) -> dict[str, Any] | None:
         """Train until ``total_steps``; Ctrl-C saves ``last.pt`` and re-raises."""
-        metrics = MetricsLogger(self.run_dir, tensorboard=self.cfg.tensorboard)
+        metrics = MetricsLogger(
+            self.run_dir,
+            tensorboard=self.cfg.tensorboard,
+            extra_columns=(*self.envs.columns, *self.evaluator.columns()),
+        )
         progress = ConsoleProgress(self.cfg.total_steps, self.global_step)
         start = time.perf_counter()
         row = None
         try:
             while self.global_step < self.cfg.total_steps:
                 row = self.train_iteration()
+                row |= self.evaluator.maybe_run(
+                    self.policy, self.iteration, self.global_step, self.device
+                )
                 row["wall_s"] = time.perf_counter() - start
                 metrics.write(row)
                 progress.update(row)
