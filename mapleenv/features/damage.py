@@ -24,6 +24,8 @@ the Pokémon only for the duration of the call (the battle waits for our order t
 from __future__ import annotations
 
 import logging
+import time
+from functools import cache
 from typing import Any
 
 from poke_env.battle import AbstractBattle, Effect, Move, MoveCategory, Pokemon
@@ -70,29 +72,52 @@ def current_hp(mon: Pokemon, gen: int) -> float:
     return mon.current_hp_fraction * hp_stat(mon, gen)
 
 
+_CALC_EFFECT_CODES = frozenset(e._value_ for e in CALC_EFFECTS)
+_SCREEN_CODES = frozenset(c._value_ for c in vocab.SCREENS)
+
+
 def _signature(mon: Pokemon) -> tuple[Any, ...]:
+    # Enum members are keyed by ``_value_``: hashing members is a Python-level call.
     ability = mon.ability
     hp_flags: tuple[bool, ...] = ()
     if ability in FULL_HP_ABILITIES or ability in LOW_HP_ABILITIES:
         frac = mon.current_hp_fraction
         hp_flags = (frac >= 1.0, frac <= 0.5, frac <= 1 / 3)
     effects = mon.effects
-    relevant = tuple(e for e in effects if e in CALC_EFFECTS) if effects else ()
-    return (mon.species, mon.level, tuple(mon.stats.values()), mon.type_1, mon.type_2,
-            mon.is_terastallized, mon.item, ability, mon.status, relevant, hp_flags)
+    relevant = tuple(c for c in (e._value_ for e in effects)
+                     if c in _CALC_EFFECT_CODES) if effects else ()
+    type_2 = mon.type_2
+    status = mon.status
+    return (mon.species, mon.level, tuple(mon.stats.values()), mon.type_1._value_,
+            type_2._value_ if type_2 is not None else 0, mon.is_terastallized, mon.item,
+            ability, status._value_ if status is not None else 0, relevant, hp_flags)
+
+
+@cache
+def boost_info(gen: int, move_id: str) -> tuple[str, str, bool, bool]:
+    """(attacking stat, defending stat, uses the target's attack, ignores defensive
+    boosts) of a move, as poke_env.calc picks them."""
+    m = dex.move(gen, move_id)
+    physical = m.category is MoveCategory.PHYSICAL
+    attack = "def" if move_id == "bodypress" else ("atk" if physical else "spa")
+    hits_physical = physical or m.entry.get("overrideDefensiveStat") == "def"
+    return (attack, "def" if hits_physical else "spd", move_id == "foulplay",
+            bool(m.ignore_defensive))
 
 
 def boost_factor(m: Move, attacker: Pokemon, defender: Pokemon) -> float:
     """Ratio by which the attacking/defending boosts scale ``m``'s unboosted damage."""
-    physical = m.category is MoveCategory.PHYSICAL
-    attack_stat = "def" if m.id == "bodypress" else ("atk" if physical else "spa")
-    source = defender if m.id == "foulplay" else attacker
+    attack_stat, defense_stat, foul_play, ignore_defensive = boost_info(m.gen, m.id)
     factor = 1.0
     if defender.ability != "unaware":
-        factor *= boost_multiplier(source.boosts.get(attack_stat, 0))
-    if not m.ignore_defensive and attacker.ability != "unaware":
-        hits_physical = physical or m.entry.get("overrideDefensiveStat") == "def"
-        factor /= boost_multiplier(defender.boosts.get("def" if hits_physical else "spd", 0))
+        source = defender if foul_play else attacker
+        stage = source.boosts.get(attack_stat, 0)
+        if stage:
+            factor *= boost_multiplier(stage)
+    if not ignore_defensive and attacker.ability != "unaware":
+        stage = defender.boosts.get(defense_stat, 0)
+        if stage:
+            factor /= boost_multiplier(stage)
     return factor
 
 
@@ -105,17 +130,27 @@ class DamageEstimator:
     def __init__(self, max_entries: int = 100_000) -> None:
         self.max_entries = max_entries
         self._cache: dict[tuple[Any, ...], tuple[int, int] | None] = {}
+        self._contexts: dict[tuple[Any, ...], tuple[int]] = {}
+        self._context_ids = 0
         self.calls = 0
         self.hits = 0
         self.failures = 0
+        self.calc_ns = 0  # time spent inside poke_env.calc
 
     def context(self, battle: AbstractBattle, attacker: Pokemon, defender: Pokemon,
                 we_attack: bool) -> tuple[Any, ...]:
         """The part of the cache key shared by all moves of ``attacker`` on ``defender``."""
         defender_side = battle.opponent_side_conditions if we_attack else battle.side_conditions
-        screens = tuple(c for c in defender_side if c in vocab.SCREENS)
-        return (_signature(attacker), _signature(defender), tuple(battle.weather),
-                tuple(battle.fields), screens)
+        screens = tuple(c for c in (s._value_ for s in defender_side) if c in _SCREEN_CODES)
+        context = (_signature(attacker), _signature(defender),
+                   tuple(w._value_ for w in battle.weather),
+                   tuple(f._value_ for f in battle.fields), screens)
+        # Interned to a small int: per-move keys then hash cheaply.
+        found = self._contexts.get(context)
+        if found is None:
+            self._context_ids += 1  # never reused, even after the cache is cleared
+            found = self._contexts[context] = (self._context_ids,)
+        return found
 
     def rolls(self, battle: AbstractBattle, attacker: Pokemon, attacker_role: str,
               defender: Pokemon, defender_role: str, m: Move,
@@ -134,6 +169,7 @@ class DamageEstimator:
                                      m, zero_boosts=not exact_boosts)
             if len(self._cache) >= self.max_entries:
                 self._cache.clear()
+                self._contexts.clear()
             self._cache[key] = result
         else:
             self.hits += 1
@@ -155,6 +191,7 @@ class DamageEstimator:
                 mon.stats = dict(dex.estimated_stats(gen, mon.species, mon.level))
             if zero_boosts:
                 mon.boosts = dict(ZERO_BOOSTS)
+        start = time.perf_counter_ns()
         try:
             low, high = calculate_damage(attacker.identifier(attacker_role),
                                          defender.identifier(defender_role), m, battle)
@@ -165,6 +202,7 @@ class DamageEstimator:
                          attacker.species, defender.species, battle.battle_tag, exc)
             return None
         finally:
+            self.calc_ns += time.perf_counter_ns() - start
             for mon, stats, boosts in saved:
                 mon.stats = stats
                 mon.boosts = boosts

@@ -53,30 +53,46 @@ STAB_STAND_INS: dict[PokemonType, tuple[str, str]] = {
 
 
 @cache
-def type_chart(gen: int) -> dict[str, dict[str, float]]:
-    """poke-env's type chart: ``chart[defending][attacking]``."""
-    return GenData.from_gen(gen).type_chart
+def type_table(gen: int) -> list[list[float]]:
+    """``table[attacking][defending]`` multipliers indexed by ``PokemonType._value_``.
+
+    Lists indexed by the enum's value avoid hashing enum members (a Python-level call in
+    CPython 3.11) on the hot path. ``???`` and Stellar are neutral both ways.
+    """
+    chart = GenData.from_gen(gen).type_chart
+    size = max(t._value_ for t in PokemonType) + 1
+    table = [[1.0] * size for _ in range(size)]
+    for att in vocab.TYPES:
+        for dfn in vocab.TYPES:
+            table[att._value_][dfn._value_] = chart[dfn.name][att.name]
+    return table
 
 
-@cache
 def effectiveness(gen: int, attacking: PokemonType | None,
                   defending: tuple[PokemonType, ...]) -> float:
     """Type multiplier of an ``attacking`` type on a Pokémon of ``defending`` types."""
-    if attacking is None or attacking not in vocab.TYPE_INDEX:
+    if attacking is None:
         return 1.0
-    chart = type_chart(gen)
+    row = type_table(gen)[attacking._value_]
     out = 1.0
     for t in defending:
-        if t in vocab.TYPE_INDEX:
-            out *= chart[t.name][attacking.name]
+        out *= row[t._value_]
     return out
 
 
-@cache
 def best_effectiveness(gen: int, attacking: tuple[PokemonType, ...],
                        defending: tuple[PokemonType, ...]) -> float:
     """Highest multiplier of any ``attacking`` type on ``defending`` types (0 if none)."""
-    return max((effectiveness(gen, t, defending) for t in attacking), default=0.0)
+    table = type_table(gen)
+    best = 0.0
+    for a in attacking:
+        row = table[a._value_]
+        m = 1.0
+        for t in defending:
+            m *= row[t._value_]
+        if m > best:
+            best = m
+    return best
 
 
 @cache

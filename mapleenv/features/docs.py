@@ -54,9 +54,11 @@ NOTES = """\
 * **Threat**: the opponent's active's damaging moves: those revealed, plus (while fewer
   than four are revealed) the movepool of its random-battle sets from the pinned
   `pokemon-showdown` package (`data/random-battles/gen*/sets.json`), else one stand-in
-  move per STAB type. Candidates are ranked by base power x STAB x type multiplier and
-  the best `threat_calcs` (default 2) go through the calculator; the most damaging one
-  is reported.
+  move per STAB type. Candidates are ranked by a cheap score (base power x STAB x type
+  multiplier x its estimated attacking stat / our defending stat); the first goes
+  through the calculator, the next ones (up to `threat_calcs`, default 3) only while
+  their score is within 75% of the first's or nothing so far did damage (e.g. an
+  ability immunity). The most damaging one is reported.
 * **Matchups** (`offense`/`defense` of every slot) use the type chart only (cheap), for
   switching decisions; the calculator covers the two actives.
 * **Speed**: Speed stat (estimated for the opponent) x boost x paralysis x Choice Scarf

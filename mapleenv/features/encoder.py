@@ -36,7 +36,15 @@ import math
 from typing import Any
 
 import numpy as np
-from poke_env.battle import AbstractBattle, Field, Move, Pokemon, PokemonType, SideCondition
+from poke_env.battle import (
+    AbstractBattle,
+    Field,
+    Move,
+    MoveCategory,
+    Pokemon,
+    PokemonType,
+    SideCondition,
+)
 from poke_env.battle import Status as St
 from poke_env.data import GenData
 
@@ -62,6 +70,9 @@ _OFF = layout.OFFSETS
 _MOVE_STATIC = _M["base_power"]  # moves block: static per move id from here on
 _PROFILE = _P["level"]  # pokemon block: cached per-Pokémon profile from here on
 _TEAM = layout.TEAM_SIZE
+# Threat candidates after the first go through the calculator only while their cheap
+# score is within this fraction of the first's (or nothing so far did damage).
+THREAT_CLOSE = 0.75
 
 
 def current_types(mon: Pokemon) -> tuple[PokemonType, ...]:
@@ -74,17 +85,19 @@ def current_types(mon: Pokemon) -> tuple[PokemonType, ...]:
 class RichEncoder:
     """Encode a singles battle (seen from our side) into :data:`layout.SIZE` floats.
 
-    :param threat_calcs: how many of the opponent's candidate moves (pre-ranked by
-        base power x STAB x type multiplier) go through the damage calculator.
+    :param threat_calcs: at most this many of the opponent's candidate moves (ranked by
+        base power x STAB x type multiplier x stat ratio) go through the damage
+        calculator: the first always, the next ones only while their score is within
+        :data:`THREAT_CLOSE` of the first's or nothing so far dealt damage.
     :param cache_entries: bound of the damage-calculator cache.
     """
 
-    def __init__(self, threat_calcs: int = 2, cache_entries: int = 100_000) -> None:
+    def __init__(self, threat_calcs: int = 3, cache_entries: int = 100_000) -> None:
         self.size = layout.SIZE
         self.low, self.high = layout.bounds()
         self.threat_calcs = threat_calcs
         self.damage = DamageEstimator(cache_entries)
-        self._candidates: dict[tuple[Any, ...], tuple[Move, ...]] = {}
+        self._candidates: dict[tuple[Any, ...], tuple[tuple[Move, float], ...]] = {}
         self._profiles: dict[tuple[Any, ...], np.ndarray] = {}
 
     def __repr__(self) -> str:
@@ -135,9 +148,14 @@ class RichEncoder:
         out[o + _P["hp"]] = min(max(hp, 0.0), 1.0)
         types = current_types(mon)
         bs = mon.base_stats
-        key = (gen, mon.species, mon.level, types, mon.tera_type or tera, mon.is_terastallized,
-               (bs["hp"], bs["atk"], bs["def"], bs["spa"], bs["spd"], bs["spe"]), mon.status,
-               mon.status_counter, mon.item, mon.ability, tuple(mon.moves), opponent)
+        tera_type = mon.tera_type or tera
+        status = mon.status
+        # enum members enter the key as ``_value_`` (hashing members is slow in 3.11)
+        key = (gen, mon.species, mon.level, tuple([t._value_ for t in types]),
+               tera_type._value_ if tera_type is not None else 0, mon.is_terastallized,
+               (bs["hp"], bs["atk"], bs["def"], bs["spa"], bs["spd"], bs["spe"]),
+               status._value_ if status is not None else 0, mon.status_counter, mon.item,
+               mon.ability, tuple(mon.moves), opponent)
         profile = self._profiles.get(key)
         if profile is None:
             profile = _profile(key)
@@ -163,8 +181,9 @@ class RichEncoder:
         effects = mon.effects
         k = o + _A["volatiles"]
         if effects:
-            for i, group in enumerate(vocab.VOLATILE_EFFECTS.values()):
-                if not group.isdisjoint(effects):
+            codes = {e._value_ for e in effects}
+            for i, group in enumerate(_VOLATILE_CODES):
+                if not group.isdisjoint(codes):
                     out[k + i] = 1.0
         n = len(vocab.VOLATILE_EFFECTS)
         out[k + n] = mon.must_recharge
@@ -180,11 +199,11 @@ class RichEncoder:
             return
         gen = battle.gen
         available = {m.id for m in battle.available_moves}
-        stab_types = set(me_types)
+        stab_codes = {t._value_ for t in me_types}
         context = None
         opp_hp = 0.0
         if me is not None:
-            stab_types.update(me.base_types)
+            stab_codes.update(t._value_ for t in me.base_types)
             if opp is not None:
                 context = self.damage.context(battle, me, opp, we_attack=True)
                 opp_hp = current_hp(opp, gen)
@@ -196,7 +215,7 @@ class RichEncoder:
             out[o + _MOVE_STATIC:o + width] = static
             max_pp = m.max_pp
             out[o + _M["pp"]] = min(max(m.current_pp / max_pp, 0.0), 1.0) if max_pp > 0 else 0.0
-            out[o + _M["stab"]] = damaging and mtype in stab_types
+            out[o + _M["stab"]] = damaging and mtype is not None and mtype._value_ in stab_codes
             if opp is None:
                 continue
             out[o + _M["effectiveness"]] = dex.effectiveness(gen, mtype, opp_types)
@@ -210,10 +229,12 @@ class RichEncoder:
                     out[o + _M["damage"]] = min((rolls[0] + rolls[1]) / 2.0 / opp_hp, 1.0)
                     out[o + _M["ko"]] = rolls[1] >= opp_hp
 
-    def _threat_candidates(self, gen: int, opp: Pokemon,
+    def _threat_candidates(self, gen: int, opp: Pokemon, me: Pokemon,
                            me_types: tuple[PokemonType, ...],
-                           opp_types: tuple[PokemonType, ...]) -> tuple[Move, ...]:
-        key = (gen, opp.species, tuple(opp.moves), me_types, opp_types)
+                           opp_types: tuple[PokemonType, ...]) -> tuple[tuple[Move, float], ...]:
+        """The opponent's moves worth a calculator call, best first by a cheap score:
+        base power x STAB x type multiplier x its attacking / our defending stat."""
+        key = (gen, opp.species, opp.level, tuple(opp.moves), me.species, me_types, opp_types)
         found = self._candidates.get(key)
         if found is not None:
             return found
@@ -226,14 +247,21 @@ class RichEncoder:
                 gen, opp.species, opp.base_species, tuple(opp.base_types),
                 bs["atk"] >= bs["spa"]) if m.id not in known]
         stab = set(opp_types) | set(opp.base_types)
+        theirs = dex.estimated_stats(gen, opp.species, opp.level)
+        ours = me.stats if me.stats.get("def") else dex.estimated_stats(gen, me.species,
+                                                                         me.level)
 
         def score(m: Move) -> float:
             t = m.type
             power = m.base_power or 60
-            return power * (1.5 if t in stab else 1.0) * dex.effectiveness(gen, t, me_types)
+            physical = m.category is MoveCategory.PHYSICAL
+            ratio = (theirs["atk"] / max(ours["def"] or 1, 1) if physical
+                     else theirs["spa"] / max(ours["spd"] or 1, 1))
+            return (power * (1.5 if t in stab else 1.0) * ratio
+                    * dex.effectiveness(gen, t, me_types))
 
-        pool.sort(key=score, reverse=True)
-        found = tuple(pool[:self.threat_calcs])
+        scored = sorted(((score(m), m) for m in pool), key=lambda x: x[0], reverse=True)
+        found = tuple((m, sc) for sc, m in scored[:self.threat_calcs])
         if len(self._candidates) > 10_000:
             self._candidates.clear()
         self._candidates[key] = found
@@ -249,7 +277,10 @@ class RichEncoder:
             return
         context = self.damage.context(battle, opp, me, we_attack=False)
         best: tuple[float, float, Move] | None = None
-        for m in self._threat_candidates(gen, opp, me_types, opp_types):
+        candidates = self._threat_candidates(gen, opp, me, me_types, opp_types)
+        for m, score in candidates:
+            if best is not None and best[0] > 0 and score < THREAT_CLOSE * candidates[0][1]:
+                break  # the cheap score says the rest are clearly weaker
             rolls = self.damage.rolls(battle, opp, battle.opponent_role, me,  # type: ignore[arg-type]
                                       battle.player_role, m, context)  # type: ignore[arg-type]
             if rolls is None:
@@ -352,6 +383,11 @@ def _request_tera_types(battle: AbstractBattle) -> dict[str, PokemonType]:
 
 
 _TERA_BY_NAME = {t.name.lower(): t for t in vocab.TERA_TYPES}
+_TYPE_BY_CODE = {t._value_: t for t in PokemonType}
+_TERA_BY_CODE = {t._value_: t for t in vocab.TERA_TYPES}
+_STATUS_BY_CODE = {s._value_: s for s in St}
+_VOLATILE_CODES = tuple(frozenset(e._value_ for e in group)
+                        for group in vocab.VOLATILE_EFFECTS.values())
 
 
 def _effective_speed(mon: Pokemon, stat: int | None,
@@ -370,8 +406,11 @@ def _effective_speed(mon: Pokemon, stat: int | None,
 
 def _profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType, ...]]:
     """A Pokémon's cached block tail (``level`` onwards) and the types it attacks with."""
-    (gen, _, level, types, tera, terastallized, base_stats, status, counter, item, ability,
-     moves, opponent) = key
+    (gen, _, level, type_codes, tera_code, terastallized, base_stats, status_code, counter,
+     item, ability, moves, opponent) = key
+    types = tuple(_TYPE_BY_CODE[c] for c in type_codes)
+    tera = _TERA_BY_CODE.get(tera_code)
+    status = _STATUS_BY_CODE.get(status_code)
     v = np.zeros(_WIDTH["own_team"] - _PROFILE, np.float32)
 
     def at(name: str) -> int:

@@ -1,0 +1,166 @@
+#!/usr/bin/env python
+"""Per-step encode time of the rich encoder over real battle states; one JSON line.
+
+Two poke-env players of one kind (``random``, ``max_power`` or ``heuristic``) play
+``--battles`` gen9randombattle battles on a local Showdown server (started here unless
+``--server-url``); every state either must decide on is encoded with ``RichEncoder``
+(one encoder per player, kept across battles, as in an env worker) and timed (wall clock
+and thread CPU time). Afterwards the raw simulator is timed on the same machine
+(``mapleenv/js/sim_ceiling.js``, one Node process, random-vs-random in-process) so the
+encode time can be read against the simulator's cost per turn.
+
+    python scripts/bench_encoder.py --battles 100 --players random
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from poke_env.battle import AbstractBattle
+from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
+from poke_env.player.battle_order import BattleOrder
+
+from mapleenv.features.encoder import RichEncoder
+from mapleenv.server import ShowdownServer, external_server, find_node, find_showdown
+
+REPO = Path(__file__).resolve().parent.parent
+SIM_CEILING_JS = REPO / "mapleenv" / "js" / "sim_ceiling.js"
+PLAYERS: dict[str, type[Player]] = {
+    "random": RandomPlayer, "max_power": MaxBasePowerPlayer, "heuristic": SimpleHeuristicsPlayer}
+
+
+def timed_player(base: type[Player]) -> type[Player]:
+    """``base`` that encodes and times every state it decides on."""
+
+    class Timed(base):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.encoder = RichEncoder()
+            self.wall_ns: list[int] = []
+            self.cpu_ns: list[int] = []
+            self.calls: list[int] = []
+
+        def choose_move(self, battle: AbstractBattle) -> BattleOrder:
+            calls = self.encoder.damage.calls
+            cpu = time.thread_time_ns()
+            wall = time.perf_counter_ns()
+            vec = self.encoder.encode(battle)
+            self.wall_ns.append(time.perf_counter_ns() - wall)
+            self.cpu_ns.append(time.thread_time_ns() - cpu)
+            self.calls.append(self.encoder.damage.calls - calls)
+            if not np.isfinite(vec).all():
+                raise RuntimeError(f"non-finite features in {battle.battle_tag}")
+            return super().choose_move(battle)
+
+    Timed.__name__ = f"Timed{base.__name__}"
+    return Timed
+
+
+def stats_us(ns: np.ndarray) -> dict[str, float]:
+    us = ns / 1e3
+    if not len(us):
+        return {}
+    return {"median": round(float(np.median(us)), 1), "p90": round(float(np.percentile(us, 90)), 1),
+            "p99": round(float(np.percentile(us, 99)), 1), "mean": round(float(us.mean()), 1)}
+
+
+def sim_turn_us(seconds: float) -> dict[str, Any]:
+    """Microseconds per simulator turn, one Node process running random battles."""
+    find_showdown()
+    run = subprocess.run([find_node(), str(SIM_CEILING_JS), "--seconds", str(seconds),
+                          "--warmup", "2"], capture_output=True, text=True, cwd=REPO,
+                         timeout=seconds + 120)
+    if run.returncode != 0:
+        raise RuntimeError(f"sim_ceiling.js failed: {run.stderr.strip()}")
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    return {"turns_per_s": round(result["turns_per_s"], 1),
+            "us_per_turn": round(1e6 / result["turns_per_s"], 1)}
+
+
+async def play(players: list[Player], battles: int) -> None:
+    try:
+        await players[0].battle_against(players[1], n_battles=battles)
+    finally:
+        for p in players:
+            await p.ps_client.stop_listening()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--battles", type=int, default=100)
+    parser.add_argument("--players", choices=sorted(PLAYERS), default="random")
+    parser.add_argument("--concurrent", type=int, default=4, help="battles at once")
+    parser.add_argument("--server-url", help="use this Showdown server instead of starting one")
+    parser.add_argument("--sim-seconds", type=float, default=10.0,
+                        help="seconds of simulator timing afterwards (0: skip)")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+
+    server = None
+    if args.server_url:
+        config = external_server(args.server_url)
+    else:
+        server = ShowdownServer(log_dir=tempfile.mkdtemp(prefix="bench_encoder_")).start()
+        config = server.server_configuration
+    cls = timed_player(PLAYERS[args.players])
+    players = [cls(battle_format="gen9randombattle", server_configuration=config,
+                   max_concurrent_battles=args.concurrent) for _ in range(2)]
+    load_before = os.getloadavg()
+    start = time.perf_counter()
+    try:
+        asyncio.run(play(players, args.battles))
+    finally:
+        if server is not None:
+            server.stop()
+    elapsed = time.perf_counter() - start
+    load_after = os.getloadavg()
+
+    wall = np.concatenate([np.asarray(p.wall_ns, np.int64) for p in players])
+    cpu = np.concatenate([np.asarray(p.cpu_ns, np.int64) for p in players])
+    calls = np.concatenate([np.asarray(p.calls, np.int64) for p in players])
+    damage = [p.encoder.damage for p in players]
+    n_calls = sum(d.calls for d in damage)
+    lookups = n_calls + sum(d.hits for d in damage)
+    result: dict[str, Any] = {
+        "bench": "encoder", "encoder": "rich", "size": players[0].encoder.size,
+        "players": args.players, "battles": players[0].n_finished_battles,
+        "states": int(len(wall)), "play_seconds": round(elapsed, 1),
+        "encode_wall_us": stats_us(wall), "encode_cpu_us": stats_us(cpu),
+        "encode_wall_us_no_calc_states": stats_us(wall[calls == 0]),
+        "encode_wall_us_calc_states": stats_us(wall[calls > 0]),
+        "states_without_calc": round(float(np.mean(calls == 0)), 3),
+        "calc_calls_per_state": round(n_calls / max(len(wall), 1), 2),
+        "calc_cache_hit_rate": round(1 - n_calls / max(lookups, 1), 3),
+        "calc_call_us_mean": round(sum(d.calc_ns for d in damage) / max(n_calls, 1) / 1e3, 1),
+        "calc_share_of_encode_time": round(sum(d.calc_ns for d in damage) / max(wall.sum(), 1), 3),
+        "calc_failures": sum(d.failures for d in damage),
+    }
+    if args.sim_seconds > 0:
+        sim = sim_turn_us(args.sim_seconds)
+        result["simulator"] = sim
+        result["encode_median_over_sim_turn"] = round(
+            result["encode_wall_us"]["median"] / sim["us_per_turn"], 3)
+    result["machine"] = {"cores": os.cpu_count(), "python": platform.python_version(),
+                         "loadavg_before": [round(x, 2) for x in load_before],
+                         "loadavg_after": [round(x, 2) for x in load_after]}
+    line = json.dumps(result)
+    print(line)
+    if args.out:
+        args.out.write_text(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
