@@ -132,7 +132,8 @@ class RichEncoder:
             self._active(out, _OFF["opponent_active"], opp)
         self._moves(out, battle, me, opp, me_types, opp_types)
         if me is not None and opp is not None:
-            self._threat(out, battle, me, opp, me_types, opp_types)
+            if not battle.force_switch:  # our active is leaving: its threat is moot
+                self._threat(out, battle, me, opp, me_types, opp_types)
             self._speed(out, battle, me, opp)
         self._field(out, battle)
         self._battle(out, battle, opp_team)

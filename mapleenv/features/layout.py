@@ -168,7 +168,7 @@ LAYOUT: tuple[Block, ...] = (
     Block("opponent_active", 1, ACTIVE, "opponent's active Pokémon (0 if none)"),
     Block("moves", MOVE_SLOTS, MOVE, "our active's moves in action-slot order (actions "
                                      "6-9, +16 with Tera); empty slots 0"),
-    Block("threat", 1, THREAT, "the opponent's active vs ours"),
+    Block("threat", 1, THREAT, "the opponent's active vs ours (0 while we must switch)"),
     Block("speed", 1, SPEED, "actives' speed comparison (stats, boosts, paralysis, Choice "
                              "Scarf, Tailwind; abilities ignored)"),
     Block("field", 1, FIELD, "weather, terrains and rooms, hazards and screens"),
