@@ -379,3 +379,15 @@ def test_recorded_battles_encode_within_bounds_and_match_the_mask(path) -> None:
     decisions, _ = replay_decisions(path, check)
     assert len(decisions) > 5
     assert enc.damage.failures == 0
+
+
+def test_threat_skips_a_move_our_ability_makes_useless(enc: RichEncoder) -> None:
+    # Earthquake scores best against Steel/Psychic Bronzong, but Levitate makes it miss:
+    # the calculator says 0, so the next candidate is tried.
+    own = [own_mon("Bronzong", ("gyroball",), active=True, ability="levitate")]
+    battle = make_battle(own, [("Garchomp", 80, 100)])
+    only_first = RichEncoder(threat_calcs=1).encode(battle)
+    assert feature(only_first, "threat", "damage") == 0.0  # Earthquake vs Levitate
+    vec = enc.encode(battle)
+    assert feature(vec, "threat", "damage") > 0.0  # e.g. Fire Fang, 2x on Steel
+    assert feature(vec, "threat", "revealed") == 0.0
