@@ -95,21 +95,21 @@ def random_masked_actions(masks: np.ndarray, rng: np.random.Generator) -> np.nda
 class _VectorRun:
     """A vector env stepped with random masked actions, measured in time slices."""
 
-    def __init__(self, num_envs: int, backend: str, servers: int, battle_format: str,
-                 opponent: str, seed: int):
+    def __init__(self, num_envs: int, backend: str, servers: int, sim_hosts: int | None,
+                 battle_format: str, opponent: str, seed: int):
         import mapleenv
 
-        extra: dict[str, Any] = {}
-        if backend == "direct":
-            import mapleenv.direct  # noqa: F401  (registers the backend here...)
-
-            extra["plugins"] = ["mapleenv.direct"]  # ...and in the workers
         self.num_envs = num_envs
         self.rng = np.random.default_rng(seed)
         t_start = time.perf_counter()
-        self.envs = mapleenv.make_vector_env(num_envs, backend=backend, servers=servers,
-                                             battle_format=battle_format, opponent=opponent,
-                                             seed=seed, **extra)
+        common = dict(battle_format=battle_format, opponent=opponent, seed=seed)
+        if backend == "direct":
+            from mapleenv.direct import make_direct_vector_env
+
+            self.envs = make_direct_vector_env(num_envs, sim_hosts=sim_hosts, **common)
+        else:
+            self.envs = mapleenv.make_vector_env(num_envs, backend=backend, servers=servers,
+                                                 **common)
         try:
             self.obs, _ = self.envs.reset()
         except BaseException:
@@ -139,8 +139,8 @@ class _VectorRun:
 
 def measure(num_envs: int, args: argparse.Namespace, backend: str) -> dict[str, Any]:
     """Env steps/s and simulator turns/s in alternating slices; medians and their ratio."""
-    run = _VectorRun(num_envs, backend, args.servers, args.battle_format, args.opponent,
-                     args.seed)
+    run = _VectorRun(num_envs, backend, args.servers, args.sim_hosts, args.battle_format,
+                     args.opponent, args.seed)
     env_rates: list[float] = []
     sim_rates: list[float] = []
     try:
@@ -180,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured seconds first")
     parser.add_argument("--backend", default="server", help="server, direct or server,direct")
     parser.add_argument("--servers", type=int, default=1, help="Showdown servers (server backend)")
+    parser.add_argument("--sim-hosts", type=int, default=None,
+                        help="direct backend: shared simulator hosts (default: one per core; "
+                             "0: one Node host per env)")
     parser.add_argument("--battle-format", default="gen9randombattle")
     parser.add_argument("--opponent", default="random")
     parser.add_argument("--sim-procs", type=int, default=os.cpu_count() or 1,
@@ -198,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                 "backend": backend, "num_envs": num_envs, "seconds": args.seconds,
                 "battle_format": args.battle_format, "opponent": args.opponent,
                 "servers": args.servers if backend == "server" else None,
+                "sim_hosts": ((args.sim_hosts if args.sim_hosts is not None else os.cpu_count())
+                              if backend == "direct" else None),
             }
             record.update(measure(num_envs, args, backend))
             record["machine"] = machine_info()

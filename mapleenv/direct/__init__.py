@@ -7,7 +7,8 @@ Importing this package registers the ``direct`` backend with
 
 from mapleenv.direct.backend import DirectBackend
 from mapleenv.direct.env import DirectPokemonEnv
-from mapleenv.direct.host import SimHost, SimHostError
+from mapleenv.direct.host import SimHost, SimHostConnection, SimHostError
+from mapleenv.direct.pool import SimHostPool, claim_host, make_direct_vector_env
 from mapleenv.direct.session import DirectBattle, order_to_choice
 from mapleenv.env import BACKENDS, register_backend
 
@@ -19,6 +20,10 @@ __all__ = [
     "DirectBattle",
     "DirectPokemonEnv",
     "SimHost",
+    "SimHostConnection",
     "SimHostError",
+    "SimHostPool",
+    "claim_host",
+    "make_direct_vector_env",
     "order_to_choice",
 ]

@@ -1,7 +1,8 @@
 """``DirectBackend``: the ``direct`` battle backend of :class:`mapleenv.env.PokemonEnv`.
 
-Each env owns one Node child (:class:`SimHost`) that runs its battles in-process with the
-npm package's ``BattleStream``; no Showdown server, websocket, rooms or users. The
+Each env owns one Node child (:class:`SimHost`), or a connection to one of a few shared
+hosts (:mod:`mapleenv.direct.pool`), that runs its battles in-process with the npm
+package's ``BattleStream``; no Showdown server, websocket, rooms or users. The
 battles are poke-env ``Battle`` objects fed from the simulator's stream, so the encoder,
 action mask, reward and opponent are the same code as for the ``server`` backend.
 
@@ -27,7 +28,8 @@ from poke_env.player.player import Player
 from poke_env.teambuilder.constant_teambuilder import ConstantTeambuilder
 from poke_env.teambuilder.teambuilder import Teambuilder
 
-from mapleenv.direct.host import SimHost, SimHostError
+from mapleenv.direct.host import SimHost, SimHostConnection, SimHostError
+from mapleenv.direct.pool import claim_host
 from mapleenv.direct.session import DirectBattle
 from mapleenv.env import BattleAborted
 
@@ -56,12 +58,14 @@ class DirectBackend:
         agent_username: the agent's name in battle logs.
         record: keep each battle's input and simulator output (``battle.input_log``...).
         showdown_dir: the pokemon-showdown npm package (default: ``find_showdown()``).
+        host_pool: ``SimHostPool.spec`` of shared hosts to use instead of an own Node child.
     """
 
     def __init__(self, *, battle_format: str, opponent: Player, seed: int | None = None,
                  log_dir: str | Path | None = None, team: Any = None,
                  agent_username: str = "Maple", record: bool = False,
-                 showdown_dir: str | Path | None = None):
+                 showdown_dir: str | Path | None = None,
+                 host_pool: dict[str, Any] | None = None):
         self.battle_format = battle_format
         self.opponent = opponent
         self.team = team
@@ -70,7 +74,14 @@ class DirectBackend:
         self._rng = np.random.default_rng(seed)
         self._ids = itertools.count()
         self._prefix = f"{os.getpid()}x{self._rng.integers(1 << 30)}"
-        self.host = SimHost(showdown_dir)
+        self.host: SimHost | SimHostConnection
+        if host_pool is not None:
+            try:
+                self.host = SimHostConnection(*claim_host(host_pool))
+            except SimHostError as exc:
+                raise BattleAborted(str(exc)) from exc
+        else:
+            self.host = SimHost(showdown_dir)
         self.session: DirectBattle | None = None
 
     @property

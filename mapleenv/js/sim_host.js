@@ -3,7 +3,7 @@
  * Maple's simulator host: runs Pokémon Showdown battles in-process (the npm package's
  * BattleStream) for one Python process, over stdin/stdout.
  *
- *   node sim_host.js [PATH_TO_pokemon-showdown]
+ *   node sim_host.js [PATH_TO_pokemon-showdown] [--listen SOCKET_PATH]
  *
  * Input, one line each:  `<battle id> <stream-protocol line>`, e.g.
  *   `7 >start {"formatid":"gen9randombattle","seed":[1,2,3,4]}`
@@ -16,6 +16,10 @@
  *   `<battle id>\nack\n\n` once the line that produced them has been handled, so the reader
  *   knows the reply to each line is complete. Errors in a line are reported as
  *   `<battle id>\nhosterror\n<message>\n\n` (followed by the ack).
+ * With `--listen`, the host also serves clients on a Unix socket (same protocol, battle ids
+ * private to each connection, a connection's battles dropped when it closes) and writes
+ * `-\nlistening\n\n` to stdout once it accepts connections. Battles of all clients run in
+ * this one process, which keeps its JIT and caches hot (see docs/benchmarks.md).
  * The host exits when stdin closes (its parent died or closed it).
  */
 'use strict';
@@ -40,71 +44,113 @@ function loadSim(explicitDir) {
   process.exit(3);
 }
 
-const Sim = loadSim(process.argv[2]);
+function parseArgs(argv) {
+  const opts = {showdownDir: null, listen: null};
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--listen') opts.listen = argv[++i];
+    else opts.showdownDir = argv[i];
+  }
+  return opts;
+}
 
-let out = [];
+const opts = parseArgs(process.argv.slice(2));
+const Sim = loadSim(opts.showdownDir);
 
-/** A BattleStream whose output goes straight (synchronously) into the output buffer. */
+function errorText(err) {
+  return String(err && err.stack || err).replace(/\n+/g, '\n');
+}
+
+/** A BattleStream whose output goes straight (synchronously) into its client's buffer. */
 class HostedBattle extends Sim.BattleStream {
-  constructor(id) {
+  constructor(id, client) {
     super({keepAlive: true});
     this.id = id;
+    this.client = client;
   }
   pushMessage(type, data) {
     if (type === 'end') {
       const log = JSON.parse(data);
       data = JSON.stringify({winner: log.winner, turns: log.turns, seed: log.seed});
     }
-    out.push(`${this.id}\n${type}\n${data}\n\n`);
+    this.client.out.push(`${this.id}\n${type}\n${data}\n\n`);
   }
   pushError(err) {
-    out.push(`${this.id}\nhosterror\n${String(err && err.stack || err).replace(/\n+/g, '\n')}\n\n`);
+    this.client.out.push(`${this.id}\nhosterror\n${errorText(err)}\n\n`);
   }
 }
 
-const battles = new Map();
-
-function handleLine(line) {
-  const space = line.indexOf(' ');
-  if (space <= 0) return;
-  const id = line.slice(0, space);
-  const command = line.slice(space + 1);
-  try {
-    if (command === 'destroy') {
-      const battle = battles.get(id);
-      if (battle && battle.battle) battle.battle.destroy();
-      battles.delete(id);
-    } else {
-      let battle = battles.get(id);
-      if (!battle) {
-        battle = new HostedBattle(id);
-        battles.set(id, battle);
+/** One client (stdin/stdout, or a socket connection) with its own battles. */
+class Client {
+  constructor(write) {
+    this.write = write;
+    this.battles = new Map();
+    this.out = [];
+    this.pending = '';
+  }
+  handleLine(line) {
+    const space = line.indexOf(' ');
+    if (space <= 0) return;
+    const id = line.slice(0, space);
+    const command = line.slice(space + 1);
+    try {
+      if (command === 'destroy') {
+        this.drop(id);
+      } else {
+        let battle = this.battles.get(id);
+        if (!battle) {
+          battle = new HostedBattle(id, this);
+          this.battles.set(id, battle);
+        }
+        battle.write(command);
       }
-      battle.write(command);
+    } catch (err) {
+      this.out.push(`${id}\nhosterror\n${errorText(err)}\n\n`);
     }
-  } catch (err) {
-    out.push(`${id}\nhosterror\n${String(err && err.stack || err).replace(/\n+/g, '\n')}\n\n`);
+    this.out.push(`${id}\nack\n\n`);
   }
-  out.push(`${id}\nack\n\n`);
+  drop(id) {
+    const battle = this.battles.get(id);
+    if (battle && battle.battle) battle.battle.destroy();
+    this.battles.delete(id);
+  }
+  onData(chunk) {
+    this.pending += chunk;
+    let newline = this.pending.indexOf('\n');
+    if (newline < 0) return;
+    let start = 0;
+    while (newline >= 0) {
+      this.handleLine(this.pending.slice(start, newline));
+      start = newline + 1;
+      newline = this.pending.indexOf('\n', start);
+    }
+    this.pending = this.pending.slice(start);
+    if (this.out.length) {
+      this.write(this.out.join(''));
+      this.out = [];
+    }
+  }
+  close() {
+    for (const id of [...this.battles.keys()]) this.drop(id);
+  }
 }
 
-let pending = '';
+const stdio = new Client(data => process.stdout.write(data));
 process.stdin.setEncoding('utf8');
-process.stdin.on('data', chunk => {
-  pending += chunk;
-  let newline = pending.indexOf('\n');
-  if (newline < 0) return;
-  let start = 0;
-  while (newline >= 0) {
-    handleLine(pending.slice(start, newline));
-    start = newline + 1;
-    newline = pending.indexOf('\n', start);
-  }
-  pending = pending.slice(start);
-  if (out.length) {
-    process.stdout.write(out.join(''));
-    out = [];
-  }
-});
+process.stdin.on('data', chunk => stdio.onData(chunk));
 process.stdin.on('end', () => process.exit(0));
 process.stdout.on('error', () => process.exit(0));
+
+if (opts.listen) {
+  const net = require('net');
+  const fs = require('fs');
+  try { fs.unlinkSync(opts.listen); } catch (e) { /* no stale socket */ }
+  const server = net.createServer(socket => {
+    socket.setEncoding('utf8');
+    socket.setNoDelay?.(true);
+    const client = new Client(data => socket.write(data));
+    socket.on('data', chunk => client.onData(chunk));
+    socket.on('close', () => client.close());
+    socket.on('error', () => client.close());
+  });
+  server.listen(opts.listen, () => process.stdout.write('-\nlistening\n\n'));
+}

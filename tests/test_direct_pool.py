@@ -1,0 +1,90 @@
+"""Shared simulator hosts (``SimHostPool``) serving several envs over Unix sockets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+from conftest import pid_alive
+from test_direct_vector import descendant_node_pids
+
+from mapleenv.direct import (
+    DirectPokemonEnv,
+    SimHostConnection,
+    SimHostPool,
+    claim_host,
+    make_direct_vector_env,
+)
+
+pytestmark = pytest.mark.integration
+
+START = ('>start {"formatid":"gen9randombattle","seed":[1,2,3,%d],'
+         '"p1":{"name":"a","seed":[5,6,7,%d]},"p2":{"name":"b","seed":[9,9,9,9]}}')
+
+
+def _first_switch(replies: list[tuple[str, str]]) -> str:
+    update = next(data for kind, data in replies if kind == "update")
+    return next(line for line in update.split("\n") if line.startswith("|switch|p1a"))
+
+
+def test_claims_go_round_robin_and_battle_ids_are_private_per_connection() -> None:
+    with SimHostPool(2) as pool:
+        claims = [claim_host(pool.spec) for _ in range(4)]
+        assert [c[0] for c in claims] == [claims[0][0], claims[1][0]] * 2
+        assert claims[0][0] != claims[1][0]
+        assert {c[1] for c in claims} == {h.pid for h in pool.hosts}
+        # Two clients of the same host use the same battle id for different battles.
+        with SimHostConnection(*claims[0]) as a, SimHostConnection(*claims[2]) as b:
+            switch_a = _first_switch(a.send("1", [START % (1, 1)]))
+            switch_b = _first_switch(b.send("1", [START % (2, 2)]))
+            assert switch_a == _first_switch(a.send("2", [START % (1, 1)]))  # same seeds
+            assert switch_a != switch_b
+            assert a.send("1", [">p1 move 1", ">p2 move 1"])  # battle 1 of a goes on
+
+
+def test_dead_host_is_restarted_and_envs_recover() -> None:
+    pool = SimHostPool(1).start()
+    try:
+        env = DirectPokemonEnv(opponent="random", seed=2,
+                               backend_kwargs={"host_pool": pool.spec})
+        try:
+            obs, _ = env.reset()
+            old = pool.hosts[0].pid
+            os.kill(old, signal.SIGKILL)
+            _, _, terminated, truncated, info = env.step(
+                int(np.flatnonzero(obs["action_mask"])[0]))
+            assert truncated and not terminated and "aborted" in info
+            assert pool.ensure_running() == 1 and pool.hosts[0].pid != old
+            obs, _ = env.reset()
+            env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        finally:
+            env.close()
+    finally:
+        pool.stop()
+    assert not pid_alive(old) and pool.directory is None
+
+
+def test_vector_env_on_shared_hosts_plays_and_cleans_up() -> None:
+    envs = make_direct_vector_env(3, sim_hosts=1, opponent="random", seed=1)
+    pool = envs.pool
+    directory = pool.directory
+    try:
+        obs, _ = envs.reset()
+        assert len(descendant_node_pids()) == 1  # one shared host, none per worker
+        rng = np.random.default_rng(0)
+        done = 0
+        deadline = time.monotonic() + 240
+        while done < 2 and time.monotonic() < deadline:
+            legal = obs["action_mask"].astype(bool)
+            obs, _, terminated, truncated, info = envs.step(
+                (rng.random(legal.shape) + legal).argmax(axis=1))
+            for i in np.flatnonzero(terminated | truncated):
+                assert terminated[i] and info["_won"][i]
+                done += 1
+        assert done >= 2
+    finally:
+        envs.close()
+    assert descendant_node_pids() == [] and not directory.exists()
