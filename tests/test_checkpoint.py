@@ -22,13 +22,14 @@ from trainer.policy import load_policy
 from trainer.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
-ITER_STEPS = 16 * 32  # num_envs * rollout_steps of MEMORY_OVERRIDES
+FAST = ["env.num_envs=4", "algo.rollout_steps=16", "algo.epochs=1"]
+ITER_STEPS = 4 * 16  # num_envs * rollout_steps
 
 
 def memory_cfg(*overrides: str):
     register_memory_env()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose("config", overrides=[*MEMORY_OVERRIDES, *overrides])
+        return compose("config", overrides=[*MEMORY_OVERRIDES, *FAST, *overrides])
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, str]]:
@@ -110,6 +111,8 @@ def test_load_policy_rebuilds_the_policy_without_hydra(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
+    # Like Ctrl-C in a terminal: SIGINT to the whole process group (trainer and its async
+    # env workers), then a second one while the final checkpoint is being written.
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -118,6 +121,7 @@ def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
             "env=gym",
             "env.id=CartPole-v1",
             "env.num_envs=2",
+            "env.vectorization=async",
             "algo.rollout_steps=16",
             "model.hidden_size=16",
             "model.encoder_sizes=[16]",
@@ -130,6 +134,7 @@ def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
@@ -140,12 +145,14 @@ def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
             time.sleep(0.2)
         else:
             pytest.fail("the run wrote no metrics")
-        os.kill(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, out
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, out[-3000:]
     assert "interrupted at step" in out
     rows = read_metrics(tmp_path)
     ckpt = load_checkpoint(tmp_path)

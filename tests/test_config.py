@@ -101,3 +101,10 @@ def test_cli_rejects_a_bad_key_before_starting(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "unknown config key(s): algo.lrr" in proc.stderr + proc.stdout
     assert not (tmp_path / "metrics.csv").exists()
+
+
+def test_ray_vectorization_settings_compose() -> None:
+    cfg = to_train_config(compose_cfg("env.vectorization=ray", "env.ray.shards=4"))
+    assert cfg.env.vectorization == "ray" and cfg.env.ray.shards == 4
+    with pytest.raises(ConfigError, match="env.vectorization must be async\\|ray"):
+        to_train_config(compose_cfg("env.vectorization=threads"))

@@ -89,3 +89,14 @@ def test_target_kl_stops_early() -> None:
     cfg = PPOConfig(epochs=10, num_minibatches=4, target_kl=1e-6)
     stats = ppo_update(policy, optimizer, buffer.chunks(), cfg)
     assert stats["epochs"] < 10
+
+
+def test_bf16_autocast_update_runs_and_stays_near_unit_ratio() -> None:
+    # The trainer enables it on CUDA only; CPU autocast exercises the same code path here.
+    policy, buffer = collect(24, 8)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    cfg = PPOConfig(epochs=1, num_minibatches=1)
+    stats = ppo_update(policy, optimizer, buffer.chunks(), cfg, autocast_bf16=True)
+    assert all(torch.isfinite(torch.tensor(v)) for v in stats.values())
+    assert abs(stats["approx_kl"]) < 1e-3
+    assert all(p.dtype == torch.float32 for p in policy.parameters())

@@ -75,6 +75,15 @@ class RolloutCollector:
         )
         log.info("rollout: %d envs, autoreset mode %s", self.num_envs, self.mode.name)
 
+    def restart_from(self, obs: Any) -> None:
+        """Continue from ``obs`` after the envs were stepped by someone else (e.g. a
+        benchmark): every env counts as starting an episode, with a zero state."""
+        self.obs_np, self.mask_np = self.adapter.batch(obs)
+        self.episode_start_np[:] = True
+        self.pending_reset[:] = False
+        self.ep_return[:] = 0.0
+        self.ep_length[:] = 0
+
     def _upload(self, obs_dst: torch.Tensor, mask_dst: torch.Tensor) -> torch.Tensor:
         """Copy the current obs/mask into device tensors; returns episode_start on device."""
         self._obs_host.numpy()[:] = self.obs_np

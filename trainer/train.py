@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import random
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +42,19 @@ from trainer.selfplay import OpponentStats, SelfPlay, win_rate_columns
 from trainer.spaces import ObsAdapter
 
 log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT inside the block (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _mean(values: list[float]) -> float:
@@ -229,8 +246,9 @@ class Trainer:
                 ):
                     log.info("iter %d | %s", self.iteration, summary_line(row))
         except KeyboardInterrupt:
-            progress.stop()
-            path = self.save()
+            with _sigint_ignored():  # a second Ctrl-C must not break the final save
+                progress.stop()
+                path = self.save()
             log.warning("interrupted at step %d; saved %s", self.global_step, path)
             raise
         finally:
