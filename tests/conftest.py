@@ -92,7 +92,9 @@ class _ReplayPlayer(Player):
 
 
 def load_frames(path: Path) -> list[str]:
-    with gzip.open(path, "rt") as f:
+    """Frames of a recording (``record_dir`` output, ``.jsonl`` or ``.jsonl.gz``)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
         return [json.loads(line) for line in f]
 
 

@@ -9,7 +9,7 @@ import threading
 import gymnasium
 import numpy as np
 import pytest
-from conftest import child_node_pids, pid_alive
+from conftest import child_node_pids, pid_alive, replay_decisions
 
 import mapleenv
 from mapleenv.env import PokemonEnv, ShowdownBackend, register_backend
@@ -117,8 +117,8 @@ def test_illegal_action_raises_and_the_battle_goes_on(showdown_server):
 
 
 @pytest.mark.integration
-def test_max_turns_truncates_and_the_next_reset_starts_a_new_battle(showdown_server):
-    env = PokemonEnv(server=showdown_server, max_turns=2,
+def test_max_turns_truncates_and_the_next_reset_forfeits(showdown_server, tmp_path):
+    env = PokemonEnv(server=showdown_server, max_turns=2, record_dir=tmp_path,
                      reward={"hp_value": 1.0, "fainted_value": 1.0})
     rng = np.random.default_rng(4)
     try:
@@ -130,6 +130,9 @@ def test_max_turns_truncates_and_the_next_reset_starts_a_new_battle(showdown_ser
         assert truncated and info["battle_tag"] != first
     finally:
         env.close()
+    # the first battle was forfeited by the second reset; its recording replays to a loss
+    decisions, battle = replay_decisions(tmp_path / f"{first}.jsonl", lambda b: b.turn)
+    assert decisions[:2] == [1, 2] and battle.finished and battle.lost
 
 
 @pytest.mark.integration
