@@ -146,6 +146,7 @@ class ShardActor:
 
     def __init__(self, shard: int, env_fn: EnvFn, num_envs: int, env_kwargs: dict[str, Any]):
         logging.basicConfig(level=logging.INFO)
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""  # env workers (spawned from here) never use CUDA
         self.shard = shard
         self.env = env_fn(num_envs=num_envs, **env_kwargs)
         if self.env.num_envs != num_envs:
@@ -159,6 +160,7 @@ class ShardActor:
             "node_ip": ray.util.get_node_ip_address(),
             "node_id": ray.get_runtime_context().get_node_id(),
             "pid": os.getpid(),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "single_observation_space": self.env.single_observation_space,
             "single_action_space": self.env.single_action_space,
             "metadata": dict(self.env.metadata),

@@ -1,7 +1,8 @@
 """Benchmark: per-step cost of Ray shards vs the in-process vector env, same env count.
 
-Builds both vector envs once (local: `mapleenv.make_vector_env` / Gymnasium `AsyncVectorEnv`;
-Ray: `RayVectorEnv` with `--shards` actors on a local Ray instance), then times them in
+Builds both vector envs once (local: `mapleenv.make_vector_env` with one server per shard /
+Gymnasium `AsyncVectorEnv`; Ray: `RayVectorEnv` with `--shards` actors, each with its own
+server, on a local Ray instance), then times them in
 alternating blocks so both see the same machine load, and prints JSON with the median
 steps/s of each, their ratio and the implied Ray round-trip per vector step.
 
@@ -52,14 +53,21 @@ def ping_ms(ray: Any, actors: list[Any], rounds: int) -> float:
     return 1000 * (time.perf_counter() - start) / rounds
 
 
-def env_factory(args: argparse.Namespace, log_dir: str) -> tuple[Any, dict[str, Any]]:
+def env_factory(
+    args: argparse.Namespace, log_dir: str, servers: int = 1
+) -> tuple[Any, dict[str, Any]]:
     """(env_fn, kwargs) building one vector env, locally or inside a shard."""
     if args.env == "cartpole":
         fn = functools.partial(gym.make_vec, "CartPole-v1")
         return fn, {"vectorization_mode": "async", "vector_kwargs": {"context": "spawn"}}
     from mapleenv.ray_vector import make_showdown_vector_env
 
-    kwargs = {"battle_format": args.battle_format, "opponent": args.opponent, "log_dir": log_dir}
+    kwargs = {
+        "battle_format": args.battle_format,
+        "opponent": args.opponent,
+        "log_dir": log_dir,
+        "servers": servers,
+    }
     return make_showdown_vector_env, kwargs
 
 
@@ -92,7 +100,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     envs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench_ray_") as tmp:
         try:
-            env_fn, kwargs = env_factory(args, os.path.join(tmp, "local"))
+            # as many Showdown servers locally as the Ray path has (one per shard)
+            env_fn, kwargs = env_factory(args, os.path.join(tmp, "local"), args.shards)
             envs["local"] = env_fn(num_envs=args.num_envs, **kwargs)
             env_fn, kwargs = env_factory(args, os.path.join(tmp, "ray"))
             envs["ray"] = RayVectorEnv(
@@ -125,6 +134,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "env": args.env,
         "num_envs": args.num_envs,
         "shards": args.shards,
+        "showdown_servers": args.shards if args.env == "showdown" else 0,
         "steps_per_block": args.steps,
         "repeats": args.repeats,
         "local_steps_per_s": rates["local"],

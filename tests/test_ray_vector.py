@@ -90,6 +90,8 @@ def test_two_shards_match_the_local_vector_env(local_ray, mode, autoreset):
         assert sharded.action_space == local.action_space
         assert sharded.metadata["autoreset_mode"] == local.metadata["autoreset_mode"]
         assert len(set(sharded.node_ips)) == 1 and sharded.node_ips[0] != "unknown (starting)"
+        described = ray.get([actor.describe.remote() for actor in sharded.actors])
+        assert [d["cuda_visible_devices"] for d in described] == ["", ""]  # no CUDA in shards
 
         obs, _ = sharded.reset(seed=7)
         local_obs, _ = local.reset(seed=7)
