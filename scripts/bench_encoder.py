@@ -3,11 +3,14 @@
 
 Two poke-env players of one kind (``random``, ``max_power`` or ``heuristic``) play
 ``--battles`` gen9randombattle battles on a local Showdown server (started here unless
-``--server-url``); every state either must decide on is encoded with ``RichEncoder``
-(one encoder per player, kept across battles, as in an env worker) and timed (wall clock
-and thread CPU time). Afterwards the raw simulator is timed on the same machine
-(``mapleenv/js/sim_ceiling.js``, one Node process, random-vs-random in-process) so the
-encode time can be read against the simulator's cost per turn.
+``--server-url``); every state either must decide on is copied. The copies are then
+encoded in order with ``RichEncoder`` (one encoder per player, kept across battles, as
+in an env worker) and each encode is timed (wall clock and thread CPU time).
+
+The encoding runs in ``--rounds`` slices alternating with slices of the raw simulator
+(``mapleenv/js/sim_ceiling.js``: one Node process, random-vs-random in-process), so the
+encode time is read against the simulator's cost per turn under the same machine load;
+the JSON gives both and the median of the per-round ratios.
 
     python scripts/bench_encoder.py --battles 100 --players random
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import os
 import platform
@@ -40,31 +44,20 @@ PLAYERS: dict[str, type[Player]] = {
     "random": RandomPlayer, "max_power": MaxBasePowerPlayer, "heuristic": SimpleHeuristicsPlayer}
 
 
-def timed_player(base: type[Player]) -> type[Player]:
-    """``base`` that encodes and times every state it decides on."""
+def recording_player(base: type[Player]) -> type[Player]:
+    """``base`` that keeps a copy of every state it decides on."""
 
-    class Timed(base):  # type: ignore[valid-type, misc]
+    class Recording(base):  # type: ignore[valid-type, misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.encoder = RichEncoder()
-            self.wall_ns: list[int] = []
-            self.cpu_ns: list[int] = []
-            self.calls: list[int] = []
+            self.states: list[AbstractBattle] = []
 
         def choose_move(self, battle: AbstractBattle) -> BattleOrder:
-            calls = self.encoder.damage.calls
-            cpu = time.thread_time_ns()
-            wall = time.perf_counter_ns()
-            vec = self.encoder.encode(battle)
-            self.wall_ns.append(time.perf_counter_ns() - wall)
-            self.cpu_ns.append(time.thread_time_ns() - cpu)
-            self.calls.append(self.encoder.damage.calls - calls)
-            if not np.isfinite(vec).all():
-                raise RuntimeError(f"non-finite features in {battle.battle_tag}")
+            self.states.append(copy.deepcopy(battle))
             return super().choose_move(battle)
 
-    Timed.__name__ = f"Timed{base.__name__}"
-    return Timed
+    Recording.__name__ = f"Recording{base.__name__}"
+    return Recording
 
 
 def stats_us(ns: np.ndarray) -> dict[str, float]:
@@ -75,17 +68,36 @@ def stats_us(ns: np.ndarray) -> dict[str, float]:
             "p99": round(float(np.percentile(us, 99)), 1), "mean": round(float(us.mean()), 1)}
 
 
-def sim_turn_us(seconds: float) -> dict[str, Any]:
+def sim_turn_us(seconds: float) -> float:
     """Microseconds per simulator turn, one Node process running random battles."""
-    find_showdown()
     run = subprocess.run([find_node(), str(SIM_CEILING_JS), "--seconds", str(seconds),
-                          "--warmup", "2"], capture_output=True, text=True, cwd=REPO,
+                          "--warmup", "1"], capture_output=True, text=True, cwd=REPO,
                          timeout=seconds + 120)
     if run.returncode != 0:
         raise RuntimeError(f"sim_ceiling.js failed: {run.stderr.strip()}")
-    result = json.loads(run.stdout.strip().splitlines()[-1])
-    return {"turns_per_s": round(result["turns_per_s"], 1),
-            "us_per_turn": round(1e6 / result["turns_per_s"], 1)}
+    return 1e6 / json.loads(run.stdout.strip().splitlines()[-1])["turns_per_s"]
+
+
+class Timer:
+    """Encodes states with one encoder per player and records per-encode costs."""
+
+    def __init__(self) -> None:
+        self.encoders: dict[str, RichEncoder] = {}
+        self.wall_ns: list[int] = []
+        self.cpu_ns: list[int] = []
+        self.calls: list[int] = []
+
+    def encode(self, owner: str, battle: AbstractBattle) -> None:
+        encoder = self.encoders.setdefault(owner, RichEncoder())
+        calls = encoder.damage.calls
+        cpu = time.thread_time_ns()
+        wall = time.perf_counter_ns()
+        vec = encoder.encode(battle)
+        self.wall_ns.append(time.perf_counter_ns() - wall)
+        self.cpu_ns.append(time.thread_time_ns() - cpu)
+        self.calls.append(encoder.damage.calls - calls)
+        if not np.isfinite(vec).all():
+            raise RuntimeError(f"non-finite features in {battle.battle_tag}")
 
 
 async def play(players: list[Player], battles: int) -> None:
@@ -103,40 +115,57 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--players", choices=sorted(PLAYERS), default="random")
     parser.add_argument("--concurrent", type=int, default=4, help="battles at once")
     parser.add_argument("--server-url", help="use this Showdown server instead of starting one")
-    parser.add_argument("--sim-seconds", type=float, default=10.0,
-                        help="seconds of simulator timing afterwards (0: skip)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="encode slices alternating with simulator slices")
+    parser.add_argument("--sim-seconds", type=float, default=4.0,
+                        help="seconds of simulator timing per round (0: skip)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
 
+    find_showdown()  # clear error when the npm package is missing
     server = None
     if args.server_url:
         config = external_server(args.server_url)
     else:
         server = ShowdownServer(log_dir=tempfile.mkdtemp(prefix="bench_encoder_")).start()
         config = server.server_configuration
-    cls = timed_player(PLAYERS[args.players])
+    cls = recording_player(PLAYERS[args.players])
     players = [cls(battle_format="gen9randombattle", server_configuration=config,
                    max_concurrent_battles=args.concurrent) for _ in range(2)]
-    load_before = os.getloadavg()
-    start = time.perf_counter()
     try:
         asyncio.run(play(players, args.battles))
     finally:
         if server is not None:
             server.stop()
-    elapsed = time.perf_counter() - start
+    # decision order within each player is the order it saw the states
+    sequence = [(p.username, b) for p in players for b in p.states]
+
+    timer = Timer()
+    load_before = os.getloadavg()
+    rounds = []
+    for r in range(args.rounds):
+        chunk = sequence[r * len(sequence) // args.rounds:(r + 1) * len(sequence) // args.rounds]
+        start = len(timer.wall_ns)
+        for owner, battle in chunk:
+            timer.encode(owner, battle)
+        encode_median = float(np.median(timer.wall_ns[start:])) / 1e3
+        entry: dict[str, Any] = {"encode_median_us": round(encode_median, 1)}
+        if args.sim_seconds > 0:
+            sim = sim_turn_us(args.sim_seconds)
+            entry.update(sim_us_per_turn=round(sim, 1), ratio=round(encode_median / sim, 3))
+        rounds.append(entry)
     load_after = os.getloadavg()
 
-    wall = np.concatenate([np.asarray(p.wall_ns, np.int64) for p in players])
-    cpu = np.concatenate([np.asarray(p.cpu_ns, np.int64) for p in players])
-    calls = np.concatenate([np.asarray(p.calls, np.int64) for p in players])
-    damage = [p.encoder.damage for p in players]
+    wall = np.asarray(timer.wall_ns, np.int64)
+    cpu = np.asarray(timer.cpu_ns, np.int64)
+    calls = np.asarray(timer.calls, np.int64)
+    damage = [e.damage for e in timer.encoders.values()]
     n_calls = sum(d.calls for d in damage)
     lookups = n_calls + sum(d.hits for d in damage)
     result: dict[str, Any] = {
-        "bench": "encoder", "encoder": "rich", "size": players[0].encoder.size,
+        "bench": "encoder", "encoder": "rich", "size": RichEncoder().size,
         "players": args.players, "battles": players[0].n_finished_battles,
-        "states": int(len(wall)), "play_seconds": round(elapsed, 1),
+        "states": int(len(wall)),
         "encode_wall_us": stats_us(wall), "encode_cpu_us": stats_us(cpu),
         "encode_wall_us_no_calc_states": stats_us(wall[calls == 0]),
         "encode_wall_us_calc_states": stats_us(wall[calls > 0]),
@@ -146,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
         "calc_call_us_mean": round(sum(d.calc_ns for d in damage) / max(n_calls, 1) / 1e3, 1),
         "calc_share_of_encode_time": round(sum(d.calc_ns for d in damage) / max(wall.sum(), 1), 3),
         "calc_failures": sum(d.failures for d in damage),
+        "rounds": rounds,
     }
     if args.sim_seconds > 0:
-        sim = sim_turn_us(args.sim_seconds)
-        result["simulator"] = sim
-        result["encode_median_over_sim_turn"] = round(
-            result["encode_wall_us"]["median"] / sim["us_per_turn"], 3)
+        sims = [r["sim_us_per_turn"] for r in rounds]
+        result["sim_us_per_turn_median"] = round(float(np.median(sims)), 1)
+        result["encode_over_sim_turn_median"] = round(
+            float(np.median([r["ratio"] for r in rounds])), 3)
     result["machine"] = {"cores": os.cpu_count(), "python": platform.python_version(),
                          "loadavg_before": [round(x, 2) for x in load_before],
                          "loadavg_after": [round(x, 2) for x in load_after]}
