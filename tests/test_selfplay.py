@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 import pickle
 
+import gymnasium
 import numpy as np
 import pytest
 import torch
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from mapleenv import make_vector_env
-from trainer.config import ModelConfig
+from trainer.__main__ import CONF_DIR
+from trainer.checkpoint import load_checkpoint
+from trainer.config import ModelConfig, to_train_config
 from trainer.policy import build_policy
 from trainer.selfplay import (
+    OpponentStats,
     SelfPlay,
     SelfPlayConfig,
     SnapshotPool,
@@ -23,6 +29,7 @@ from trainer.selfplay import (
     policy_from_snapshot,
     win_rate_columns,
 )
+from trainer.train import Trainer
 
 OBS_DIM, N_ACTIONS = 116, 26  # SimpleEncoder, gen 9
 
@@ -91,6 +98,48 @@ def test_win_rates_per_opponent():
     assert win_rate_columns("heuristic") == ["win_rate/heuristic"]
 
 
+class Duel(gymnasium.Env):
+    """Episodes of ``length`` steps against opponent ``k % 3``; won when the actions sum
+    to at least ``length`` (action 1 every step)."""
+
+    observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+    names = ("random", "self", "heuristic")
+
+    def __init__(self, length: int = 3):
+        self.length, self.episode, self.t, self.total = length, -1, 0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.episode, self.t, self.total = self.episode + 1, 0, 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t, self.total = self.t + 1, self.total + int(action)
+        if self.t < self.length:
+            return np.zeros(1, np.float32), 0.0, False, False, {}
+        info = {"won": self.total >= self.length, "opponent": self.names[self.episode % 3]}
+        return np.zeros(1, np.float32), 0.0, True, False, info
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
+def test_opponent_stats_reads_finished_episodes(mode):
+    columns = win_rate_columns({"random": 1, "self": 1, "heuristic": 1})
+    envs = OpponentStats(SyncVectorEnv([Duel, lambda: Duel(4)], autoreset_mode=mode), columns)
+    envs.reset(seed=0)
+    # env 0 always wins (action 1); env 1 wins only its first episode (then action 0)
+    for t in range(14):
+        envs.step(np.array([1, 1 if t < 4 else 0]))
+    rates = envs.pop_win_rates()
+    # env 0 wins every episode, env 1 only its first (vs random); both modes finish at
+    # least 3 episodes per env (random, self, heuristic); SAME_STEP finishes a 4th on env 0
+    # (vs random, won). NEXT_STEP spends a step per reset.
+    assert rates == pytest.approx(
+        {"win_rate/random": 1.0, "win_rate/self": 0.5, "win_rate/heuristic": 0.5})
+    assert all(math.isnan(v) for v in envs.pop_win_rates().values())  # popped
+    envs.close()
+
+
 def test_self_play_only_for_opponents_with_self():
     env_cfg = OmegaConf.create({"opponent": "random", "encoder": "simple"})
     assert SelfPlay.for_env(SelfPlayConfig(), env_cfg, envs=None) is None
@@ -102,42 +151,33 @@ def test_self_play_only_for_opponents_with_self():
 
 
 @pytest.mark.integration
-def test_pushed_snapshots_reach_the_workers_and_self_plays_them(showdown_server):
-    # max_turns: the battles only need to reach their end (truncation) quickly
-    envs = make_vector_env(2, opponent="mix:self=1", encoder="simple", seed=0, max_turns=3,
-                           server_url=showdown_server.server_configuration.websocket_url,
-                           autoreset_mode="SameStep")
+def test_trainer_pushes_snapshots_to_workers_and_keeps_the_pool(showdown_server, tmp_path):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=[
+            "+experiment=smoke", "env.opponent=self", "env.num_envs=2",
+            f"env.server_url={showdown_server.server_configuration.websocket_url}",
+            "selfplay.every=1", "selfplay.pool_size=2", "algo.rollout_steps=16",
+            "total_steps=96", "tensorboard=false"])
+    trainer = Trainer(to_train_config(cfg), tmp_path, OmegaConf.to_container(cfg))
     try:
-        selfplay = SelfPlay(SelfPlayConfig(every=2, pool_size=1), envs, "simple")
-        policy = tiny_policy()
-        selfplay.start(policy)
-        first = checksum(policy)
-        for stats in envs.call("call_opponent", "pool_stats"):
-            assert stats["ids"] == [0] and stats["checksums"][0] == pytest.approx(first, rel=1e-9)
-
-        with torch.no_grad():
-            for p in policy.parameters():
-                p.mul_(0.5)
-        assert not selfplay.after_update(policy, iteration=1)  # not due
-        assert selfplay.after_update(policy, iteration=2)
-        for stats in envs.call("call_opponent", "pool_stats"):
-            assert stats["ids"] == [1]  # pool_size=1: snapshot 0 was dropped
-            assert stats["checksums"][1] == pytest.approx(first / 2, rel=1e-6)
-
-        # the self-play opponent plays the pushed snapshot in real battles
-        rng = np.random.default_rng(0)
-        obs, _ = envs.reset(seed=0)
-        finished = []
-        for _ in range(3000):
-            actions = [int(rng.choice(np.flatnonzero(m))) for m in obs["action_mask"]]
-            obs, _, terminated, truncated, info = envs.step(np.array(actions))
-            done = terminated | truncated
-            if done.any():
-                final = info["final_info"]
-                finished += [final["opponent"][i] for i in np.flatnonzero(done)]
-                break
-        assert finished and set(finished) == {"self"}
-        stats = envs.call("call_opponent", "pool_stats")
+        assert trainer.selfplay is not None
+        first = trainer.selfplay.pool.snapshots[0]
+        trainer.run()  # 3 updates: snapshots 1, 2, 3 pushed; the pool keeps the last 2
+        assert trainer.selfplay.pool.ids() == [2, 3]
+        stats = trainer.envs.call("call_opponent", "pool_stats")
+        latest = checksum(trainer.policy)  # the last push follows the last update
     finally:
-        envs.close()
-    assert sum(s["decisions"] for s in stats) > 0  # moves chosen by the snapshot's network
+        trainer.close()
+    assert len(stats) == 2
+    for worker in stats:  # verified in every worker, through AsyncVectorEnv.call
+        assert worker["ids"] == [2, 3]
+        assert worker["checksums"][3] == pytest.approx(latest, rel=1e-6)
+        assert worker["checksums"][3] != pytest.approx(checksum(policy_from_snapshot(first)))
+    assert sum(worker["decisions"] for worker in stats) > 0  # the snapshots played
+
+    with (tmp_path / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0].keys() >= {"win_rate/self", "win_rate"}
+    assert all(r["win_rate/self"] == r["win_rate"] for r in rows)  # the only opponent
+    saved = load_checkpoint(tmp_path / "checkpoints" / "last.pt")["selfplay"]
+    assert [s["id"] for s in saved["recent"]] == [2, 3] and saved["next_id"] == 4
