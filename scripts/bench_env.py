@@ -13,16 +13,27 @@ per (backend, N):
 ``env_steps_per_s`` counts agent decisions applied to battles (autoreset steps, where an
 env only starts a new battle, are left out). The env and the ceiling are measured in
 ``--rounds`` alternating slices of ``seconds / rounds`` (the env stays up, idle, while the
-ceiling runs), so both see the same machine load; the line reports the medians and the
+ceiling runs, and the ceiling's Node processes stay up, idle, while the env runs, their
+JIT warm), so both see the same machine load; the line reports the medians and the
 median of the per-round ratios ``env_steps_per_s / sim_turns_per_s``.
+
+On a shared, loaded machine the scheduler gives the env's many processes a larger share
+of the CPU than the ceiling's few, which flatters ``ratio``. ``cpu_ratio`` does not depend
+on that share: ``sim_cpu_ms_per_turn / env_cpu_ms_per_step``, the CPU time (all threads
+and processes: main, workers, Node hosts or servers) per simulator turn and per env step.
+When the env keeps every core busy (N large enough), ``ratio`` on a quiet machine is
+about ``cpu_ratio``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import resource
+import signal
 import subprocess
 import sys
 import time
@@ -59,29 +70,94 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+class Ceiling:
+    """``procs`` long-lived ``sim_ceiling.js --serve`` processes (their JIT stays warm
+    between measurements; they play nothing in between)."""
+
+    def __init__(self, procs: int, battle_format: str = "gen9randombattle",
+                 warmup: float = 5.0):
+        from mapleenv.server import find_node, find_showdown
+
+        node = find_node()
+        find_showdown()  # clear error when the npm package is missing
+        self.procs = [subprocess.Popen(
+            [node, str(SIM_CEILING_JS), "--serve", "--format", battle_format],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            bufsize=1, cwd=REPO) for _ in range(procs)]
+        if warmup > 0:
+            self.measure(warmup)
+
+    def measure(self, seconds: float) -> dict[str, Any]:
+        """All processes at once for ``seconds``; total turns/s and CPU ms per turn."""
+        for proc in self.procs:
+            proc.stdin.write(f"measure {seconds}\n")
+        results = []
+        for proc in self.procs:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"sim_ceiling.js exited ({proc.wait()}): "
+                                   f"{proc.stderr.read().strip()[-2000:]}")
+            results.append(json.loads(line))
+        return {
+            "sim_turns_per_s": sum(r["turns_per_s"] for r in results),
+            "sim_cpu_ms_per_turn": 1e3 * sum(r["cpu_s"] for r in results) / max(
+                1, sum(r["turns"] for r in results)),
+            "sim_procs": len(self.procs),
+            "sim_turns_per_s_each": [round(r["turns_per_s"], 1) for r in results],
+        }
+
+    def close(self) -> None:
+        for proc in self.procs:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def sim_ceiling(seconds: float, procs: int, warmup: float = 2.0,
                 battle_format: str = "gen9randombattle") -> dict[str, Any]:
-    """Run ``procs`` ceiling processes at once; total simulator turns per second."""
-    from mapleenv.server import find_node, find_showdown
+    """One ceiling measurement: ``procs`` processes, ``warmup`` s, then ``seconds`` s."""
+    ceiling = Ceiling(procs, battle_format, warmup)
+    try:
+        return ceiling.measure(seconds)
+    finally:
+        ceiling.close()
 
-    node = find_node()
-    find_showdown()  # clear error when the npm package is missing
-    cmd = [node, str(SIM_CEILING_JS), "--seconds", str(seconds), "--warmup", str(warmup),
-           "--format", battle_format]
-    runs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             cwd=REPO) for _ in range(procs)]
-    results = []
-    for run in runs:
-        out, err = run.communicate(timeout=seconds + warmup + 120)
-        if run.returncode != 0:
-            raise RuntimeError(f"sim_ceiling.js failed ({run.returncode}): {err.strip()}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return {
-        "sim_turns_per_s": sum(r["turns_per_s"] for r in results),
-        "sim_procs": procs,
-        "sim_battles": sum(r["battles"] for r in results),
-        "sim_turns_per_s_each": [round(r["turns_per_s"], 1) for r in results],
-    }
+
+def process_cpu() -> float:
+    """CPU seconds used so far by this process (all threads) and its live descendants."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime + descendants_cpu()
+
+
+def descendants_cpu(root: int | None = None) -> float:
+    """CPU seconds used so far by the live descendants of ``root`` (default: this process)."""
+    root = os.getpid() if root is None else root
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        parent[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid in parent:
+        ancestor = parent.get(pid)
+        while ancestor is not None and ancestor != root and ancestor > 1:
+            ancestor = parent.get(ancestor)
+        if ancestor == root:
+            total += cpu[pid]
+    return total
 
 
 def random_masked_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -119,10 +195,12 @@ class _VectorRun:
         self.autoreset = np.zeros(num_envs, dtype=bool)
         self.episodes = 0
 
-    def run(self, seconds: float) -> float:
+    def run(self, seconds: float) -> tuple[float, float]:
         """Step for ``seconds``; agent decisions applied per second (autoreset steps,
-        where an env only starts its next battle, are not counted)."""
+        where an env only starts its next battle, are not counted) and CPU ms per step
+        of the whole env (this process, its workers, Node hosts and servers)."""
         steps = 0
+        cpu0 = process_cpu()
         t0 = time.perf_counter()
         end = t0 + seconds
         while time.perf_counter() < end:
@@ -131,31 +209,39 @@ class _VectorRun:
             steps += int(self.num_envs - self.autoreset.sum())
             self.autoreset = terminated | truncated
             self.episodes += int(self.autoreset.sum())
-        return steps / (time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
+        return steps / elapsed, 1e3 * (process_cpu() - cpu0) / max(steps, 1)
 
     def close(self) -> None:
         self.envs.close()
 
 
-def measure(num_envs: int, args: argparse.Namespace, backend: str) -> dict[str, Any]:
+def measure(num_envs: int, args: argparse.Namespace, backend: str,
+            ceiling: Ceiling | None) -> dict[str, Any]:
     """Env steps/s and simulator turns/s in alternating slices; medians and their ratio."""
     run = _VectorRun(num_envs, backend, args.servers, args.sim_hosts, args.battle_format,
                      args.opponent, args.seed)
     env_rates: list[float] = []
+    env_cpu: list[float] = []
     sim_rates: list[float] = []
+    sim_cpu: list[float] = []
     try:
         run.run(args.warmup)
         slice_s = args.seconds / args.rounds
         for _ in range(args.rounds):
-            env_rates.append(run.run(slice_s))
-            if not args.no_ceiling:
-                sim_rates.append(sim_ceiling(slice_s, args.sim_procs, 1.0,
-                                             args.battle_format)["sim_turns_per_s"])
+            rate, cpu = run.run(slice_s)
+            env_rates.append(rate)
+            env_cpu.append(cpu)
+            if ceiling is not None:
+                result = ceiling.measure(slice_s)
+                sim_rates.append(result["sim_turns_per_s"])
+                sim_cpu.append(result["sim_cpu_ms_per_turn"])
     finally:
         run.close()
     record: dict[str, Any] = {
         "env_steps_per_s": float(np.median(env_rates)),
         "env_steps_per_s_rounds": [round(r, 1) for r in env_rates],
+        "env_cpu_ms_per_step": float(np.median(env_cpu)),
         "episodes": run.episodes,
         "startup_s": round(run.startup_s, 2),
     }
@@ -163,9 +249,11 @@ def measure(num_envs: int, args: argparse.Namespace, backend: str) -> dict[str, 
         record.update({
             "sim_turns_per_s": float(np.median(sim_rates)),
             "sim_turns_per_s_rounds": [round(r, 1) for r in sim_rates],
+            "sim_cpu_ms_per_turn": float(np.median(sim_cpu)),
             "sim_procs": args.sim_procs,
             "ratio": float(np.median([e / s for e, s in zip(env_rates, sim_rates,
                                                               strict=True)])),
+            "cpu_ratio": float(np.median(sim_cpu) / np.median(env_cpu)),
         })
     return record
 
@@ -190,23 +278,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ceiling", action="store_true", help="skip the simulator ceiling")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run cleanups on kill
 
     sizes = [int(n) for n in str(args.num_envs).split(",") if n.strip()]
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if not sizes or min(sizes) < 1:
         parser.error("--num-envs needs positive integers")
-    for backend in backends:
-        for num_envs in sizes:
-            record: dict[str, Any] = {
-                "backend": backend, "num_envs": num_envs, "seconds": args.seconds,
-                "battle_format": args.battle_format, "opponent": args.opponent,
-                "servers": args.servers if backend == "server" else None,
-                "sim_hosts": ((args.sim_hosts if args.sim_hosts is not None else os.cpu_count())
-                              if backend == "direct" else None),
-            }
-            record.update(measure(num_envs, args, backend))
-            record["machine"] = machine_info()
-            print(json.dumps(record), flush=True)
+    ceiling = None if args.no_ceiling else Ceiling(args.sim_procs, args.battle_format,
+                                                     args.warmup)
+    try:
+        for backend in backends:
+            for num_envs in sizes:
+                record: dict[str, Any] = {
+                    "backend": backend, "num_envs": num_envs, "seconds": args.seconds,
+                    "battle_format": args.battle_format, "opponent": args.opponent,
+                    "servers": args.servers if backend == "server" else None,
+                    "sim_hosts": ((args.sim_hosts if args.sim_hosts is not None
+                                   else os.cpu_count()) if backend == "direct" else None),
+                }
+                record.update(measure(num_envs, args, backend, ceiling))
+                record["machine"] = machine_info()
+                print(json.dumps(record), flush=True)
+    finally:
+        if ceiling is not None:
+            ceiling.close()
     return 0
 
 

@@ -19,7 +19,6 @@ import argparse
 import cProfile
 import io
 import json
-import os
 import pstats
 import resource
 import sys
@@ -28,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_env import descendants_cpu  # noqa: E402
 
 # (label, filename fragment, function name) of the costs reported by --cprofile.
 HOT_SPOTS = [
@@ -48,32 +50,6 @@ HOT_SPOTS = [
 def _cpu(who: int) -> float:
     usage = resource.getrusage(who)
     return usage.ru_utime + usage.ru_stime
-
-
-def descendants_cpu(root: int | None = None) -> float:
-    """CPU seconds used so far by the live descendants of ``root`` (default: this process)."""
-    root = os.getpid() if root is None else root
-    parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        parent[int(entry.name)] = int(fields[1])
-        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
-    total = 0.0
-    for pid in parent:
-        ancestor = parent.get(pid)
-        while ancestor is not None and ancestor != root and ancestor > 1:
-            ancestor = parent.get(ancestor)
-        if ancestor == root:
-            total += cpu[pid]
-    return total
 
 
 def run(backend: str, steps: int, seed: int, opponent: str, encoder: str,

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,26 @@ def test_sim_ceiling_plays_battles_and_counts_turns(bench) -> None:
     assert result["sim_turns_per_s"] > 0
 
 
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100
+
+
+def test_serving_ceiling_is_idle_between_measurements(bench) -> None:
+    ceiling = bench.Ceiling(procs=1, warmup=0)
+    try:
+        first = ceiling.measure(1.0)
+        assert first["sim_cpu_ms_per_turn"] > 0
+        pid = ceiling.procs[0].pid
+        before = _cpu_s(pid)
+        time.sleep(1.5)
+        assert _cpu_s(pid) - before < 0.1  # the abandoned battle does not run on
+        assert ceiling.measure(1.0)["sim_turns_per_s"] > 0
+    finally:
+        ceiling.close()
+    assert ceiling.procs[0].returncode == 0
+
+
 def test_sim_ceiling_script_rejects_bad_arguments() -> None:
     out = subprocess.run(["node", str(REPO / "mapleenv" / "js" / "sim_ceiling.js"),
                           "--secs", "1"], capture_output=True, text=True, timeout=60)
@@ -66,6 +87,8 @@ def test_bench_env_prints_one_json_line_per_backend_and_size() -> None:
     assert record["backend"] == "direct" and record["num_envs"] == 1
     assert len(record["env_steps_per_s_rounds"]) == len(record["sim_turns_per_s_rounds"]) == 2
     assert record["env_steps_per_s"] > 0 and record["sim_turns_per_s"] > 0
+    assert record["cpu_ratio"] == pytest.approx(
+        record["sim_cpu_ms_per_turn"] / record["env_cpu_ms_per_step"])
     ratios = [e / s for e, s in zip(record["env_steps_per_s_rounds"],
                                     record["sim_turns_per_s_rounds"], strict=True)]
     assert min(ratios) - 0.01 <= record["ratio"] <= max(ratios) + 0.01

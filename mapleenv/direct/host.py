@@ -33,7 +33,6 @@ logger = logging.getLogger(__name__)
 
 HOST_SCRIPT = Path(__file__).resolve().parent.parent / "js" / "sim_host.js"
 _PR_SET_PDEATHSIG = 1
-NODE_FLAGS: tuple[str, ...] = ()  # extra flags for the host's node (see docs/benchmarks.md)
 
 
 class SimHostError(RuntimeError):
@@ -129,7 +128,7 @@ class SimHost(_Channel):
                 f"{self.showdown_dir} is not the pokemon-showdown npm package (no "
                 f"dist/sim/index.js); {SETUP_HINT}")
         node = node or find_node()
-        cmd = [node, *NODE_FLAGS, str(HOST_SCRIPT), str(self.showdown_dir)]
+        cmd = [node, str(HOST_SCRIPT), str(self.showdown_dir)]
         if self.listen is not None:
             cmd += ["--listen", self.listen]
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)

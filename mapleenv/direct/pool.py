@@ -11,6 +11,7 @@ with :func:`claim_host` (round robin through a locked counter file), which
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import logging
@@ -18,12 +19,22 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
 from mapleenv.direct.host import SimHost
 
 logger = logging.getLogger(__name__)
+
+_LIVE_POOLS: weakref.WeakSet[SimHostPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all_pools() -> None:
+    for pool in list(_LIVE_POOLS):
+        with contextlib.suppress(Exception):
+            pool.stop()
 
 
 class SimHostPool:
@@ -56,6 +67,7 @@ class SimHostPool:
             if self.directory is None:
                 self.directory = Path(tempfile.mkdtemp(prefix="maple-sim-"))
                 (self.directory / "next").write_text("0")
+                _LIVE_POOLS.add(self)
             try:
                 while len(self.hosts) < self.size:
                     self.hosts.append(self._launch(len(self.hosts)))
@@ -107,6 +119,7 @@ class SimHostPool:
             if self.directory is not None:
                 shutil.rmtree(self.directory, ignore_errors=True)
                 self.directory = None
+            _LIVE_POOLS.discard(self)
 
     def __enter__(self) -> SimHostPool:
         return self.start()
