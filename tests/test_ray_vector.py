@@ -66,25 +66,19 @@ def local_ray():
 
 
 def _cartpole_shards(
-    num_envs: int, mode: str = "sync", autoreset: AutoresetMode = AutoresetMode.NEXT_STEP
+    num_envs: int, autoreset: AutoresetMode = AutoresetMode.NEXT_STEP
 ) -> RayVectorEnv:
-    vector_kwargs: dict = {"autoreset_mode": autoreset}
-    if mode == "async":
-        vector_kwargs["context"] = "spawn"
-    kwargs = {"vectorization_mode": mode, "vector_kwargs": vector_kwargs}
+    kwargs = {"vectorization_mode": "sync", "vector_kwargs": {"autoreset_mode": autoreset}}
     return RayVectorEnv(num_envs, 2, env_fn=CARTPOLE, env_kwargs=kwargs, cpus_per_shard=1)
 
 
-@pytest.mark.parametrize(
-    ("mode", "autoreset"),
-    [("sync", AutoresetMode.NEXT_STEP), ("sync", AutoresetMode.SAME_STEP)],
-)
-def test_two_shards_match_the_local_vector_env(local_ray, mode, autoreset):
+@pytest.mark.parametrize("autoreset", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_two_shards_match_the_local_vector_env(local_ray, autoreset):
     """Same seeds and actions: identical obs, rewards, dones and merged episode infos."""
     local = CARTPOLE(
         num_envs=5, vectorization_mode="sync", vector_kwargs={"autoreset_mode": autoreset}
     )
-    sharded = _cartpole_shards(5, mode=mode, autoreset=autoreset)
+    sharded = _cartpole_shards(5, autoreset=autoreset)
     try:
         assert sharded.observation_space == local.observation_space
         assert sharded.action_space == local.action_space
