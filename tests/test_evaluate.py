@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 from test_opponent_policy import write_tiny_checkpoint
 
@@ -17,6 +18,7 @@ from trainer.evaluate import (
     OpponentResult,
     PeriodicEvalConfig,
     PeriodicEvaluator,
+    evaluate_policy,
     run,
     wilson_interval,
 )
@@ -58,6 +60,16 @@ def test_periodic_evaluator_columns_and_schedule(tmp_path):
                             "eval/heuristic/ci_high"]
     assert [i for i in range(1, 16) if on.due(i)] == [5, 10, 15]
     assert on.maybe_run(policy=None, iteration=3, global_step=0) == {}  # not due: no battles
+
+
+def test_bad_evaluations_fail_before_any_battle():
+    policy = torch.nn.Linear(1, 1)  # never called: the arguments are checked first
+    with pytest.raises(ValueError, match="policy:<checkpoint>"):
+        evaluate_policy(policy, ["random", "mix:random=1,self=1"], 10)
+    with pytest.raises(ValueError, match="battles"):
+        evaluate_policy(policy, ["random"], 0)
+    with pytest.raises(ValueError, match="no opponents"):
+        evaluate_policy(policy, [], 10)
 
 
 def evaluate_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

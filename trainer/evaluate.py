@@ -175,6 +175,12 @@ def evaluate_policy(
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if not opponents:
         raise ValueError("no opponents to evaluate against")
+    from mapleenv.opponent_mix import uses_self_play
+
+    for name in opponents:
+        if uses_self_play(name):
+            raise ValueError(f"opponent {name!r}: 'self' plays snapshots pushed during "
+                             "training; evaluate against policy:<checkpoint> instead")
     was_training = policy.training
     policy.eval()
     pool = None
