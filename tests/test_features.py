@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 from conftest import RECORDED_BATTLES, replay_decisions
-from poke_env.battle import Battle, Field, PokemonType, SideCondition, Status, Weather
+from poke_env.battle import Battle, DoubleBattle, Field, PokemonType, SideCondition, Status, Weather
 from poke_env.calc import calculate_damage
 from poke_env.data.normalize import to_id_str
 
@@ -391,3 +391,9 @@ def test_threat_skips_a_move_our_ability_makes_useless(enc: RichEncoder) -> None
     vec = enc.encode(battle)
     assert feature(vec, "threat", "damage") > 0.0  # e.g. Fire Fang, 2x on Steel
     assert feature(vec, "threat", "revealed") == 0.0
+
+
+def test_doubles_battles_are_rejected_clearly(enc: RichEncoder) -> None:
+    battle = DoubleBattle("battle-gen9randomdoublesbattle-1", "me", logging.getLogger("t"), gen=9)
+    with pytest.raises(TypeError, match="singles"):
+        enc.encode(battle)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from poke_env.battle import (
     AbstractBattle,
+    Battle,
     Field,
     Move,
     MoveCategory,
@@ -106,6 +107,9 @@ class RichEncoder:
     # ------------------------------------------------------------------ public API
     def encode(self, battle: AbstractBattle) -> np.ndarray:
         """The observation vector of ``battle`` (float32, shape ``(size,)``)."""
+        if not isinstance(battle, Battle):
+            raise TypeError(f"RichEncoder encodes singles battles (poke_env Battle), "
+                            f"got {type(battle).__name__}")
         out = np.zeros(self.size, np.float32)
         gen = battle.gen
         me = battle.active_pokemon
