@@ -25,6 +25,7 @@ import gc
 import logging
 import math
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from gymnasium.vector.utils import batch_space
 log = logging.getLogger(__name__)
 
 _SETTLE_S = 30.0  # after one shard fails, how long the others get to finish their call
+_CLOSE_TIMEOUT_S = 60.0  # for all shards to close their envs before they are killed
 
 EnvFn = Callable[..., VectorEnv]
 """Builds one shard's vector env: called as `env_fn(num_envs=n, **env_kwargs)`."""
@@ -239,14 +241,14 @@ class RayVectorEnv(VectorEnv):
         env_fn = env_fn or make_showdown_vector_env
         options = {"scheduling_strategy": "SPREAD", **(actor_options or {})}
         remote_cls = ray.remote(ShardActor)
-        for k, envs in enumerate(self.ranges):
-            actor = remote_cls.options(num_cpus=cpus_per_shard, **options).remote(
-                k, env_fn, len(envs), _shard_kwargs(env_kwargs or {}, k, envs)
-            )
-            self._actors.append(actor)
         self.node_ips = ["unknown (starting)"] * shards
         _warn_if_cluster_too_small(ray, shards * cpus_per_shard)
         try:
+            for k, envs in enumerate(self.ranges):
+                actor = remote_cls.options(num_cpus=cpus_per_shard, **options).remote(
+                    k, env_fn, len(envs), _shard_kwargs(env_kwargs or {}, k, envs)
+                )
+                self._actors.append(actor)
             described = self._gather(
                 [a.describe.remote() for a in self._actors], "start", start_timeout_s
             )
@@ -281,7 +283,7 @@ class RayVectorEnv(VectorEnv):
 
     @property
     def shards(self) -> int:
-        return len(self._actors)
+        return len(self.ranges)
 
     @property
     def actors(self) -> list[Any]:
@@ -305,7 +307,7 @@ class RayVectorEnv(VectorEnv):
                 raise ValueError(f"got {len(seed)} seeds for {self.num_envs} envs")
             seeds = [list(seed[envs.start : envs.stop]) for envs in self.ranges]
         refs = [a.reset.remote(s, options) for a, s in zip(self._actors, seeds, strict=True)]
-        results = self._gather(refs, "reset")
+        results = self._gather(refs, "reset", self.step_timeout_s)
         obs = concatenate_batches([r[0] for r in results])
         return obs, merge_infos([r[1] for r in results], self.ranges)
 
@@ -323,7 +325,7 @@ class RayVectorEnv(VectorEnv):
         if self._pending is None:
             raise RuntimeError("step_wait called without step_async")
         refs, self._pending = self._pending, None
-        results = self._gather(refs, "step")
+        results = self._gather(refs, "step", self.step_timeout_s)
         obs = concatenate_batches([r[0] for r in results])
         rewards = np.concatenate([r[1] for r in results])
         terminated = np.concatenate([r[2] for r in results])
@@ -342,11 +344,13 @@ class RayVectorEnv(VectorEnv):
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Calls `name` on every sub-env; results in env order, as `AsyncVectorEnv.call`."""
-        results = self._gather([a.call.remote(name, args, kwargs) for a in self._actors], "call")
+        refs = [a.call.remote(name, args, kwargs) for a in self._actors]
+        results = self._gather(refs, "call", self.step_timeout_s)
         return tuple(item for part in results for item in part)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        results = self._gather([a.get_attr.remote(name) for a in self._actors], "get_attr")
+        refs = [a.get_attr.remote(name) for a in self._actors]
+        results = self._gather(refs, "get_attr", self.step_timeout_s)
         return tuple(item for part in results for item in part)
 
     def set_attr(self, name: str, values: Any) -> None:
@@ -358,7 +362,7 @@ class RayVectorEnv(VectorEnv):
             a.set_attr.remote(name, list(values[envs.start : envs.stop]))
             for a, envs in zip(self._actors, self.ranges, strict=True)
         ]
-        self._gather(refs, "set_attr")
+        self._gather(refs, "set_attr", self.step_timeout_s)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Closes every shard (stopping its servers), then ends the actors; never raises."""
@@ -367,19 +371,21 @@ class RayVectorEnv(VectorEnv):
         if not actors or not ray.is_initialized():
             return
         refs = [a.close.remote() for a in actors]
+        deadline = time.monotonic() + _CLOSE_TIMEOUT_S
         for k, ref in enumerate(refs):
             try:
-                ray.get(ref, timeout=60)
-            except Exception as exc:  # a dead shard has nothing left to close
-                log.warning("closing Ray shard %d: %s", k, _describe_cause(ray, exc))
+                ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
+            except Exception as exc:  # a dead or hung shard: ray.kill below ends it
+                cause = _describe_cause(ray, exc, _CLOSE_TIMEOUT_S)
+                log.warning("closing Ray shard %d: %s", k, cause)
         for actor in actors:
             with contextlib.suppress(Exception):  # already gone
                 ray.kill(actor)
 
-    def _gather(self, refs: list[Any], what: str, timeout: float | None = None) -> list[Any]:
-        """`ray.get` of one call per shard; a failure becomes `ShardFailedError`."""
+    def _gather(self, refs: list[Any], what: str, timeout: float | None) -> list[Any]:
+        """`ray.get` of one call per shard (None: no timeout); a failure becomes
+        `ShardFailedError` naming the first shard that raised, died or did not answer."""
         ray = self._ray
-        timeout = self.step_timeout_s if timeout is None else timeout
         try:
             return ray.get(refs, timeout=timeout)
         except (ray.exceptions.RayError, TimeoutError) as exc:
@@ -421,7 +427,7 @@ def _warn_if_cluster_too_small(ray: Any, cpus_needed: float) -> None:
 
 def _describe_cause(ray: Any, exc: BaseException, timeout: float | None = None) -> str:
     if isinstance(exc, ray.exceptions.GetTimeoutError | TimeoutError):
-        return f"timed out (no answer within {timeout:g} s)"
+        return f"timed out (no answer within {timeout or 0:g} s)"
     if isinstance(exc, ray.exceptions.RayActorError):
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         if "creation task" in str(exc) and len(lines) > 1:  # keep the raised error, last
