@@ -85,7 +85,7 @@ def test_truncation_bootstraps_from_final_obs_with_the_episode_state() -> None:
 
 def test_action_mask_is_respected_during_rollouts() -> None:
     envs = memory_vector_env(4, "SameStep", delay=1, action_mask=True)  # env raises on action 2
-    _, buffer, collector = setup(envs, steps=200)
+    _, buffer, collector = setup(envs, steps=64)
     collector.collect(buffer)
     envs.close()
     assert not (buffer.actions == 2).any()

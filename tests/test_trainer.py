@@ -53,7 +53,6 @@ def test_cli_trains_a_gym_env_and_writes_every_output(tmp_path: Path) -> None:
             "env=gym",
             "env.id=CartPole-v1",
             "env.num_envs=4",
-            "env.vectorization=async",
             "algo.rollout_steps=32",
             "algo.bptt=8",
             "total_steps=384",
