@@ -6,22 +6,29 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import gymnasium
+import numpy as np
 import pytest
 import torch
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from omegaconf import OmegaConf
 from test_opponent_policy import write_tiny_checkpoint
 
+from trainer.config import ModelConfig
 from trainer.evaluate import (
     EvaluateConfig,
     OpponentResult,
     PeriodicEvalConfig,
     PeriodicEvaluator,
     evaluate_policy,
+    play_battles,
     run,
     wilson_interval,
 )
+from trainer.policy import build_policy
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,6 +79,43 @@ def test_bad_evaluations_fail_before_any_battle():
         evaluate_policy(policy, [], 10)
 
 
+class Scripted(gymnasium.Env):
+    """Episodes of ``length`` steps whose outcome is scripted by episode index."""
+
+    observation_space = gymnasium.spaces.Box(0, 1, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, length: int, won: Callable[[int], bool]):
+        self.length, self.won, self.episode, self.t = length, won, -1, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.episode, self.t = self.episode + 1, 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.t < self.length:
+            return np.zeros(1, np.float32), 0.0, False, False, {}
+        info = {"won": self.won(self.episode), "turns": self.length}
+        return np.zeros(1, np.float32), 0.0, True, False, info
+
+
+def test_each_env_counts_only_its_share_of_the_battles():
+    # env 0: 1-step battles won every other time; env 1: 5-step battles, always lost.
+    # 5 battles = 3 from env 0 (won, lost, won) + 2 from env 1: 2 wins. Counting the first
+    # 5 battles to finish would take env 0's five short ones (3 wins).
+    envs = SyncVectorEnv([lambda: Scripted(1, lambda k: k % 2 == 0),
+                          lambda: Scripted(5, lambda k: False)],
+                         autoreset_mode=AutoresetMode.SAME_STEP)
+    policy = build_policy(1, 2, ModelConfig(kind="lstm", encoder_sizes=[4], hidden_size=4))
+    seen = []
+    wins, battles, turns = play_battles(policy, envs, 5, on_battle=seen.append)
+    envs.close()
+    assert (wins, battles) == (2, 5)
+    assert sorted(turns) == [1, 1, 1, 5, 5] and sorted(seen) == [False] * 3 + [True] * 2
+
+
 def evaluate_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "trainer.evaluate", *args,
                            f"hydra.run.dir={cwd / 'hydra'}"],
@@ -88,7 +132,7 @@ def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path)
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny.pt")
     output = tmp_path / "out" / "eval.json"
     done = evaluate_cli(
-        f"checkpoint={checkpoint}", "opponents=[random]", "battles=3", "num_envs=2",
+        f"checkpoint={checkpoint}", "opponents=[random]", "battles=2", "num_envs=2",
         "save_replays=true", f"output={output}",
         f"server_url={showdown_server.server_configuration.websocket_url}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -96,15 +140,15 @@ def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path)
     assert document["policy"] == "greedy" and document["encoder"] == "simple"
     assert list(document["opponents"]) == ["random"]
     for name, result in document["opponents"].items():
-        assert result["battles"] == 3
-        assert 0 <= result["wins"] <= 3
-        assert result["win_rate"] == pytest.approx(result["wins"] / 3)
-        low, high = wilson_interval(result["wins"], 3)
+        assert result["battles"] == 2
+        assert 0 <= result["wins"] <= 2
+        assert result["win_rate"] == pytest.approx(result["wins"] / 2)
+        low, high = wilson_interval(result["wins"], 2)
         assert (result["ci_low"], result["ci_high"]) == pytest.approx((low, high))
         assert not math.isnan(result["mean_turns"]) and result["mean_turns"] >= 1
         assert name in done.stdout
         replays = list((output.parent / "replays" / name).glob("*.html"))
-        assert len(replays) >= 3  # every battle played (extras beyond the quota too)
+        assert len(replays) >= 2  # every battle played (extras beyond the quota too)
         html = replays[0].read_text()
         assert "<html" in html.lower() or "<!doctype html" in html.lower()
         assert "|turn|1" in html and ("|win|" in html or "|tie" in html)
