@@ -77,6 +77,10 @@ BackendFactory = Callable[..., BattleBackend]
 
 BACKENDS: dict[str, BackendFactory] = {}
 
+# Modules that register a backend, imported on first use of its name (in any process,
+# e.g. a spawned vector-env worker).
+BACKEND_PLUGINS: dict[str, str] = {"direct": "mapleenv.direct"}
+
 
 def register_backend(name: str, factory: BackendFactory) -> None:
     """Make ``PokemonEnv(backend=name)`` (and ``make_vector_env(backend=name)``) use
@@ -84,6 +88,16 @@ def register_backend(name: str, factory: BackendFactory) -> None:
     if name == "server":
         raise ValueError("the 'server' backend is built in")
     BACKENDS[name] = factory
+
+
+def backend_available(name: str) -> bool:
+    """Whether ``backend=name`` can be used (importing its plugin module if needed)."""
+    if name == "server" or name in BACKENDS:
+        return True
+    module = BACKEND_PLUGINS.get(name)
+    if module is not None:
+        importlib.import_module(module)
+    return name in BACKENDS
 
 
 # ------------------------------------------------------------------ websocket backend
@@ -448,7 +462,7 @@ class PokemonEnv(gymnasium.Env):
             else:
                 raise TypeError(f"server must be None, a ShowdownServer, a "
                                 f"ServerConfiguration or a URL, not {server!r}")
-        elif backend not in BACKENDS:
+        elif not backend_available(backend):
             raise NotImplementedError(
                 f"backend {backend!r} is not available (registered: "
                 f"{', '.join(['server', *sorted(BACKENDS)])}); see register_backend")

@@ -23,7 +23,7 @@ from typing import Any
 
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
-from mapleenv.env import BACKENDS, PokemonEnv
+from mapleenv.env import BACKENDS, PokemonEnv, backend_available
 from mapleenv.reward import RewardConfig
 from mapleenv.server import ServerPool, external_server
 
@@ -86,7 +86,7 @@ def make_vector_env(
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if servers < 1:
         raise ValueError(f"servers must be >= 1, got {servers}")
-    if backend != "server" and backend not in BACKENDS:
+    if not backend_available(backend):
         raise NotImplementedError(
             f"backend {backend!r} is not available (registered: "
             f"{', '.join(['server', *sorted(BACKENDS)])}); see mapleenv.env.register_backend")

@@ -162,8 +162,8 @@ def test_unreachable_external_server_is_a_clear_error():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown opponent 'nobody'.*random, max_power"):
         PokemonEnv(opponent="nobody")
-    with pytest.raises(NotImplementedError, match="backend 'direct'"):
-        PokemonEnv(backend="direct")
+    with pytest.raises(NotImplementedError, match="backend 'nonexistent'"):
+        PokemonEnv(backend="nonexistent")
     with pytest.raises(ValueError, match="singles"):
         PokemonEnv(battle_format="gen9randomdoublesbattle")
     with pytest.raises(ValueError, match="unknown reward key"):

@@ -85,8 +85,8 @@ def test_two_envs_play_full_episodes_and_survive_a_server_crash(tmp_path):
 
 
 def test_unknown_backend_and_bad_sizes():
-    with pytest.raises(NotImplementedError, match="backend 'direct'"):
-        make_vector_env(2, backend="direct")
+    with pytest.raises(NotImplementedError, match="backend 'nonexistent'"):
+        make_vector_env(2, backend="nonexistent")
     with pytest.raises(ValueError):
         make_vector_env(0)
     with pytest.raises(ValueError, match="unknown reward key"):
