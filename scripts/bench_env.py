@@ -128,17 +128,20 @@ def sim_ceiling(seconds: float, procs: int, warmup: float = 2.0,
         ceiling.close()
 
 
-def process_cpu() -> float:
-    """CPU seconds used so far by this process (all threads) and its live descendants."""
+def process_cpu() -> dict[str, float]:
+    """CPU seconds used so far: this process (all threads), its live ``node`` descendants
+    (simulator hosts, servers) and its other live descendants (env workers)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime + descendants_cpu()
+    return {"main": usage.ru_utime + usage.ru_stime, **descendants_cpu_by_kind()}
 
 
-def descendants_cpu(root: int | None = None) -> float:
-    """CPU seconds used so far by the live descendants of ``root`` (default: this process)."""
+def descendants_cpu_by_kind(root: int | None = None) -> dict[str, float]:
+    """CPU seconds of the live descendants of ``root`` (default: this process), split into
+    ``node`` processes and ``workers`` (everything else)."""
     root = os.getpid() if root is None else root
     parent: dict[int, int] = {}
     cpu: dict[int, float] = {}
+    name: dict[int, str] = {}
     tick = os.sysconf("SC_CLK_TCK")
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -147,17 +150,24 @@ def descendants_cpu(root: int | None = None) -> float:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
+        pid = int(entry.name)
         fields = stat[stat.rindex(")") + 2:].split()
-        parent[int(entry.name)] = int(fields[1])
-        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
-    total = 0.0
+        parent[pid] = int(fields[1])
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+        name[pid] = stat[stat.index("(") + 1: stat.rindex(")")]
+    totals = {"node": 0.0, "workers": 0.0}
     for pid in parent:
         ancestor = parent.get(pid)
         while ancestor is not None and ancestor != root and ancestor > 1:
             ancestor = parent.get(ancestor)
         if ancestor == root:
-            total += cpu[pid]
-    return total
+            totals["node" if name[pid] == "node" else "workers"] += cpu[pid]
+    return totals
+
+
+def descendants_cpu(root: int | None = None) -> float:
+    """CPU seconds used so far by the live descendants of ``root`` (default: this process)."""
+    return sum(descendants_cpu_by_kind(root).values())
 
 
 def random_masked_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -195,10 +205,10 @@ class _VectorRun:
         self.autoreset = np.zeros(num_envs, dtype=bool)
         self.episodes = 0
 
-    def run(self, seconds: float) -> tuple[float, float]:
+    def run(self, seconds: float) -> tuple[float, dict[str, float]]:
         """Step for ``seconds``; agent decisions applied per second (autoreset steps,
         where an env only starts its next battle, are not counted) and CPU ms per step
-        of the whole env (this process, its workers, Node hosts and servers)."""
+        of the env by kind of process (main, workers, node) and in total."""
         steps = 0
         cpu0 = process_cpu()
         t0 = time.perf_counter()
@@ -210,7 +220,10 @@ class _VectorRun:
             self.autoreset = terminated | truncated
             self.episodes += int(self.autoreset.sum())
         elapsed = time.perf_counter() - t0
-        return steps / elapsed, 1e3 * (process_cpu() - cpu0) / max(steps, 1)
+        cpu1 = process_cpu()
+        per_step = {kind: 1e3 * (cpu1[kind] - cpu0[kind]) / max(steps, 1) for kind in cpu0}
+        per_step["total"] = sum(per_step.values())
+        return steps / elapsed, per_step
 
     def close(self) -> None:
         self.envs.close()
@@ -222,7 +235,7 @@ def measure(num_envs: int, args: argparse.Namespace, backend: str,
     run = _VectorRun(num_envs, backend, args.servers, args.sim_hosts, args.battle_format,
                      args.opponent, args.seed)
     env_rates: list[float] = []
-    env_cpu: list[float] = []
+    env_cpu: list[dict[str, float]] = []
     sim_rates: list[float] = []
     sim_cpu: list[float] = []
     try:
@@ -241,7 +254,10 @@ def measure(num_envs: int, args: argparse.Namespace, backend: str,
     record: dict[str, Any] = {
         "env_steps_per_s": float(np.median(env_rates)),
         "env_steps_per_s_rounds": [round(r, 1) for r in env_rates],
-        "env_cpu_ms_per_step": float(np.median(env_cpu)),
+        "env_cpu_ms_per_step": float(np.median([c["total"] for c in env_cpu])),
+        "env_cpu_ms_per_step_by_kind": {
+            kind: round(float(np.median([c[kind] for c in env_cpu])), 3)
+            for kind in ("main", "workers", "node")},
         "episodes": run.episodes,
         "startup_s": round(run.startup_s, 2),
     }
@@ -253,7 +269,7 @@ def measure(num_envs: int, args: argparse.Namespace, backend: str,
             "sim_procs": args.sim_procs,
             "ratio": float(np.median([e / s for e, s in zip(env_rates, sim_rates,
                                                               strict=True)])),
-            "cpu_ratio": float(np.median(sim_cpu) / np.median(env_cpu)),
+            "cpu_ratio": float(np.median(sim_cpu) / np.median([c["total"] for c in env_cpu])),
         })
     return record
 
