@@ -282,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=4,
                         help="alternate env and ceiling slices this many times (medians)")
     parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured seconds first")
-    parser.add_argument("--backend", default="server", help="server, direct or server,direct")
+    parser.add_argument("--backend", default="direct,server",
+                        help="comma-separated backends (direct, server)")
     parser.add_argument("--servers", type=int, default=1, help="Showdown servers (server backend)")
     parser.add_argument("--sim-hosts", type=int, default=None,
                         help="direct backend: shared simulator hosts (default: one per core; "
