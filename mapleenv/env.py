@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 import gymnasium
@@ -37,7 +37,6 @@ import numpy as np
 from gymnasium import spaces
 from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.battle.battle import Battle
-from poke_env.concurrency import create_in_poke_loop
 from poke_env.data import GenData
 from poke_env.player.battle_order import BattleOrder, ForfeitBattleOrder
 from poke_env.player.player import Player
@@ -105,11 +104,26 @@ def backend_available(name: str) -> bool:
 _CLOSED = object()  # event payload: a player's websocket listener ended
 
 
+class _NoOrder(BattleOrder):
+    """Answer to a request that no longer matters (its battle ended): sends nothing."""
+
+    @property
+    def message(self) -> str:
+        return ""
+
+
+class _Event(NamedTuple):
+    role: str  # "agent", "rival" or "challenge"
+    item: Any  # a Battle, _CLOSED, or the challenge's exception
+    reply: asyncio.Future | None = None  # set for a decision: resolve it with the order
+
+
 class _DrivenPlayer(Player):
     """A poke-env Player whose decisions are made by the env's thread.
 
-    Decisions and finished battles are put on ``events`` (a thread-safe queue shared
-    by both players); the order comes back through :meth:`send_order`.
+    Each decision and each finished battle is put on ``events`` (a thread-safe queue
+    shared by both players); a decision carries its own future, resolved with
+    :meth:`answer` -- so an order can never reach another request.
     """
 
     def __init__(self, role: str, events: queue.SimpleQueue, *, record: bool = False,
@@ -117,15 +131,13 @@ class _DrivenPlayer(Player):
         super().__init__(start_listening=False, **kwargs)
         self.role = role
         self._events = events
-        self._orders: asyncio.Queue[BattleOrder] = create_in_poke_loop(
-            asyncio.Queue, self.ps_client.loop)
         self.frames: list[str] | None = [] if record else None
         self.listener: Any = None
         self.listener_task: asyncio.Task | None = None
 
     def connect(self) -> None:
         self.listener = asyncio.run_coroutine_threadsafe(self._listen(), self.ps_client.loop)
-        self.listener.add_done_callback(lambda _: self._events.put((self.role, _CLOSED)))
+        self.listener.add_done_callback(lambda _: self._events.put(_Event(self.role, _CLOSED)))
 
     async def _listen(self) -> None:
         self.listener_task = asyncio.current_task()
@@ -135,17 +147,23 @@ class _DrivenPlayer(Player):
         return self._await_order(battle)
 
     async def _await_order(self, battle: AbstractBattle) -> BattleOrder:
-        self._events.put((self.role, battle))
-        return await self._orders.get()
+        reply = self.ps_client.loop.create_future()
+        self._events.put(_Event(self.role, battle, reply))
+        return await reply
 
-    def send_order(self, order: BattleOrder) -> None:
-        self.ps_client.loop.call_soon_threadsafe(self._orders.put_nowait, order)
+    def answer(self, reply: asyncio.Future, order: BattleOrder) -> None:
+        """Resolve a decision's future with ``order`` (thread-safe, once)."""
+        def resolve() -> None:
+            if not reply.done():
+                reply.set_result(order)
+
+        self.ps_client.loop.call_soon_threadsafe(resolve)
 
     def teampreview(self, battle: AbstractBattle) -> str:
         return self.random_teampreview(battle)
 
     def _battle_finished_callback(self, battle: AbstractBattle) -> None:
-        self._events.put((self.role, battle))
+        self._events.put(_Event(self.role, battle))
 
     async def _handle_battle_message(self, split_messages: list[list[str]]) -> None:
         if self.frames is not None:
@@ -169,7 +187,7 @@ class ShowdownBackend:
         self.opponent = opponent
         self.timeout = timeout
         self.record_dir = Path(record_dir) if record_dir is not None else None
-        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever,
                                         name="maple-env-loop", daemon=True)
@@ -185,7 +203,8 @@ class ShowdownBackend:
             account_configuration=AccountConfiguration(unique_username("b"), None), **common)
         self.battle: Battle | None = None
         self.rival_battle: Battle | None = None
-        self._agent_pending = False
+        self._agent_reply: asyncio.Future | None = None  # the agent's pending decision
+        self._stale_tags: set[str] = set()  # battles of earlier resets
         self._challenge: Any = None
         self._closed = False
         self.agent.connect()
@@ -196,75 +215,102 @@ class ShowdownBackend:
         return not (self.agent.listener.done() or self.rival.listener.done())
 
     # -- events
-    def _next_event(self, timeout: float | None = None) -> tuple[str, Any]:
+    def _next_event(self, timeout: float | None = None) -> _Event:
+        timeout = self.timeout if timeout is None else timeout
         try:
-            role, item = self._events.get(timeout=self.timeout if timeout is None else timeout)
+            event = self._events.get(timeout=timeout)
         except queue.Empty:
-            raise BattleAborted(
-                f"no reply from {self.server_configuration.websocket_url} within "
-                f"{self.timeout if timeout is None else timeout:.0f} s") from None
-        if item is _CLOSED:
+            raise BattleAborted(f"no reply from {self.server_configuration.websocket_url} "
+                                f"within {timeout:.0f} s") from None
+        if event.item is _CLOSED:
             raise BattleAborted(
                 f"connection to {self.server_configuration.websocket_url} closed")
-        if role == "challenge":
-            raise BattleAborted(f"challenge failed: {item!r}")
-        return role, item
+        if event.role == "challenge":
+            raise BattleAborted(f"challenge failed: {event.item!r}")
+        return event
 
-    def _on_rival_event(self, battle: Battle) -> None:
-        if self.rival_battle is not battle:
+    def _is_stale(self, event: _Event) -> bool:
+        """An event of an earlier battle; its decision (if any) is answered with nothing."""
+        if event.item.battle_tag not in self._stale_tags:
+            return False
+        if event.reply is not None:
+            (self.agent if event.role == "agent" else self.rival).answer(event.reply, _NoOrder())
+        return True
+
+    def _on_rival_event(self, event: _Event, ending: bool = False) -> None:
+        """Track the opponent's seat; answer its decisions with the opponent's order
+        (with nothing while its battle is being ended)."""
+        if self._is_stale(event):
+            return
+        battle = event.item
+        if self.rival_battle is None:
             self.rival_battle = battle
             self.opponent._battles[battle.battle_tag] = battle
-        if battle.finished:
+        if event.reply is None:
+            return
+        if ending or battle.finished:
+            self.rival.answer(event.reply, _NoOrder())
             return
         order = self.opponent.choose_move(battle)
         if inspect.isawaitable(order):
+            self.rival.answer(event.reply, _NoOrder())
             raise TypeError(f"opponent {type(self.opponent).__name__}.choose_move returned "
                             "an awaitable; opponents must choose synchronously")
-        self.rival.send_order(order)
+        self.rival.answer(event.reply, order)
 
     def _advance(self) -> Battle:
         """Answer the opponent's requests until the agent must act or its battle ends."""
         while True:
-            role, battle = self._next_event()
-            if role == "rival":
-                self._on_rival_event(battle)
+            event = self._next_event()
+            if event.role == "rival":
+                self._on_rival_event(event)
                 continue
+            if self._is_stale(event):
+                continue
+            battle = event.item
             self.battle = battle
-            self._agent_pending = not battle.finished
+            self._agent_reply = event.reply
             if battle.finished:
                 self._save_record(battle)
             return battle
 
     def _finish_battle(self) -> None:
         """Forfeit an unfinished battle and wait until both seats saw its end."""
-        agent, rival = self.battle, self.rival_battle
+        agent = self.battle
         if agent is not None and not agent.finished:
-            if not self._agent_pending:
+            if self._agent_reply is None:
                 raise BattleAborted("battle in progress but the agent has no decision")
-            self.agent.send_order(ForfeitBattleOrder())
-            self._agent_pending = False
+            self.agent.answer(self._agent_reply, ForfeitBattleOrder())
+            self._agent_reply = None
         deadline = time.monotonic() + self.timeout
-        while (agent is not None and not agent.finished) or (
-                rival is not None and not rival.finished):
-            role, battle = self._next_event(max(deadline - time.monotonic(), 0.0))
-            if role == "rival":
-                self._on_rival_event(battle)
-                rival = self.rival_battle
-            elif battle is agent and battle.finished:
-                self._save_record(battle)
+
+        def ended(battle: Battle | None) -> bool:
+            return battle is None or battle.finished
+
+        while not (ended(agent) and ended(self.rival_battle)):
+            event = self._next_event(max(deadline - time.monotonic(), 0.0))
+            if event.role == "rival":
+                self._on_rival_event(event, ending=True)
+            elif self._is_stale(event):
+                continue
+            elif event.reply is not None:
+                self.agent.answer(event.reply, _NoOrder())
+        if agent is not None:
+            self._save_record(agent)  # no-op if already saved
 
     def _drain(self) -> None:
-        """Drop leftover events of finished battles (a lost connection still raises)."""
+        """Answer leftover events of ended battles (a lost connection still raises)."""
         while True:
             try:
-                role, item = self._events.get_nowait()
+                event = self._events.get_nowait()
             except queue.Empty:
                 return
-            if item is _CLOSED or role == "challenge":
-                self._events.put((role, item))
+            if event.item is _CLOSED or event.role == "challenge":
+                self._events.put(event)
                 self._next_event()  # raises BattleAborted
-            if isinstance(item, AbstractBattle) and not item.finished:
-                logger.warning("dropping an unexpected %s request in %s", role, item.battle_tag)
+            if event.reply is not None:
+                player = self.agent if event.role == "agent" else self.rival
+                player.answer(event.reply, _NoOrder())
 
     # -- backend API
     def reset(self) -> Battle:
@@ -281,6 +327,7 @@ class ShowdownBackend:
             player.reset_battles()
         if self.rival_battle is not None:  # the opponent may be shared: drop only ours
             self.opponent._battles.pop(self.rival_battle.battle_tag, None)
+        self._stale_tags = {b.battle_tag for b in (self.battle, self.rival_battle) if b}
         self.battle = self.rival_battle = None
         if self.agent.frames is not None:
             self.agent.frames.clear()
@@ -291,13 +338,13 @@ class ShowdownBackend:
 
     def _on_challenge_done(self, future: Any) -> None:
         if not future.cancelled() and future.exception() is not None:
-            self._events.put(("challenge", future.exception()))
+            self._events.put(_Event("challenge", future.exception()))
 
     def step(self, order: BattleOrder) -> Battle:
-        if not self._agent_pending:
+        if self._agent_reply is None:
             raise RuntimeError("the agent has no pending decision; call reset()")
-        self._agent_pending = False
-        self.agent.send_order(order)
+        reply, self._agent_reply = self._agent_reply, None
+        self.agent.answer(reply, order)
         return self._advance()
 
     def close(self) -> None:
@@ -317,9 +364,9 @@ class ShowdownBackend:
     async def _shutdown(self) -> None:
         battle = self.battle
         if battle is not None and not battle.finished and self.connected:
-            if self._agent_pending:
-                self.agent._orders.put_nowait(ForfeitBattleOrder())
-                self._agent_pending = False
+            if self._agent_reply is not None and not self._agent_reply.done():
+                self._agent_reply.set_result(ForfeitBattleOrder())
+                self._agent_reply = None
             else:
                 with contextlib.suppress(Exception):
                     await self.agent.ps_client.send_message("/forfeit", battle.battle_tag)

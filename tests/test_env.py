@@ -39,6 +39,7 @@ def play(env, rng, max_steps: int = 2000):
         obs, reward, terminated, truncated, info = env.step(greedy_action(obs, rng))
         total += reward
         if terminated or truncated:
+            assert "aborted" not in info, info
             return total, steps, info, terminated, truncated
     raise AssertionError("battle did not end")
 
