@@ -98,11 +98,13 @@ class Trainer:
             if envs is not None
             else make_envs(cfg.env, seed=cfg.seed, log_dir=self.run_dir / "showdown")
         )
-        # per-opponent win rates, self-play pushes, periodic evaluation (trainer.selfplay/evaluate)
-        self.envs = OpponentStats(self.envs, win_rate_columns(getattr(cfg.env, "opponent", None)))
-        self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)
-        self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed)
-        try:
+        try:  # from here on, a failure closes the envs (and the servers they started)
+            # per-opponent win rates, self-play pushes, periodic evaluation
+            # (trainer.selfplay / trainer.evaluate)
+            opponents = win_rate_columns(getattr(cfg.env, "opponent", None))
+            self.envs = OpponentStats(self.envs, opponents)
+            self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)
+            self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed)
             self.adapter = ObsAdapter(
                 self.envs.single_observation_space, self.envs.single_action_space
             )
