@@ -1,0 +1,47 @@
+"""Write a compact copy of a training checkpoint, e.g. to ship a model in the repo.
+
+    python scripts/export_checkpoint.py runs/ship1/checkpoints/last.pt models/lstm_ppo_gen9random.pt
+
+Drops the self-play snapshot pool (the bulk of a self-play checkpoint); keeps the model,
+its spec and run config (enough for ``trainer.evaluate`` and ``policy:<path>`` opponents),
+and, unless ``--policy-only``, the optimizer, counters and RNG states so that
+``resume=<exported file>`` continues training (self-play then restarts its pool).
+Prints the sizes as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from trainer.checkpoint import load_checkpoint, save_checkpoint
+
+POLICY_KEYS = ("model", "policy", "config", "global_step", "iteration")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--policy-only", action="store_true", help="drop optimizer and RNG states")
+    args = parser.parse_args()
+
+    ckpt = load_checkpoint(args.checkpoint)
+    if args.policy_only:
+        ckpt = {key: ckpt[key] for key in POLICY_KEYS if key in ckpt}
+    else:
+        ckpt["selfplay"] = None
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(args.out, ckpt)
+    print(json.dumps({
+        "source": str(args.checkpoint),
+        "source_bytes": args.checkpoint.stat().st_size,
+        "out": str(args.out),
+        "out_bytes": args.out.stat().st_size,
+        "global_step": ckpt.get("global_step"),
+    }))
+
+
+if __name__ == "__main__":
+    main()
