@@ -175,9 +175,10 @@ def test_pool_round_robin_and_watchdog_restart(tmp_path, no_new_node):
 @pytest.mark.integration
 def test_node_dies_with_a_killed_python_parent(tmp_path):
     code = ("import sys, time; from mapleenv.server import ShowdownServer; "
-            "s = ShowdownServer(warm=False).start(); print(s.pid, flush=True); time.sleep(120)")
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              cwd=REPO)
+            "s = ShowdownServer(log_dir=sys.argv[1], warm=False).start(); "
+            "print(s.pid, flush=True); time.sleep(120)")
+    parent = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         node_pid = int(parent.stdout.readline())
         assert pid_alive(node_pid)
