@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import signal
@@ -110,9 +111,9 @@ def test_load_policy_rebuilds_the_policy_without_hydra(tmp_path: Path) -> None:
     assert logits.shape == (2, 2) and value.shape == (2,) and hidden[0].shape == (1, 2, 32)
 
 
-def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
-    # Like Ctrl-C in a terminal: SIGINT to the whole process group (trainer and its async
-    # env workers), then a second one while the final checkpoint is being written.
+def _start_endless_run(tmp_path: Path) -> subprocess.Popen:
+    """An endless CartPole run with async env workers, in its own process group, once it
+    has written metrics."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -136,15 +137,29 @@ def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
         text=True,
         start_new_session=True,
     )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        metrics = tmp_path / "metrics.csv"
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 3:
+            return proc
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    pytest.fail("the run wrote no metrics")
+
+
+def _assert_final_checkpoint(tmp_path: Path, returncode: int, out: str) -> None:
+    assert returncode == 130, out[-3000:]
+    assert "interrupted at step" in out
+    rows = read_metrics(tmp_path)
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt["global_step"] >= int(rows[-1]["global_step"]) >= 64
+
+
+def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
+    # Like Ctrl-C in a terminal: SIGINT to the whole process group (trainer and its async
+    # env workers), then a second one while the final checkpoint is being written.
+    proc = _start_endless_run(tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            metrics = tmp_path / "metrics.csv"
-            if metrics.exists() and len(metrics.read_text().splitlines()) >= 3:
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail("the run wrote no metrics")
         os.killpg(proc.pid, signal.SIGINT)
         time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGINT)
@@ -152,8 +167,25 @@ def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, out[-3000:]
-    assert "interrupted at step" in out
-    rows = read_metrics(tmp_path)
-    ckpt = load_checkpoint(tmp_path)
-    assert ckpt["global_step"] >= int(rows[-1]["global_step"]) >= 64
+    _assert_final_checkpoint(tmp_path, proc.returncode, out)
+
+
+def test_sigterm_saves_a_final_checkpoint_and_closes_workers(tmp_path: Path) -> None:
+    # Like `kill PID` or a scheduler: SIGTERM to the trainer process only.
+    proc = _start_endless_run(tmp_path)
+    try:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)  # any process of the run (an env worker) left?
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("env worker processes outlived the trainer")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    _assert_final_checkpoint(tmp_path, proc.returncode, out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -18,11 +19,17 @@ CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 log = logging.getLogger("trainer")
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler, ``kill``) stops like Ctrl-C: final checkpoint, envs closed."""
+    raise KeyboardInterrupt
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def _hydra_main(cfg: DictConfig) -> None:
     from trainer.train import train
 
     run_dir = HydraConfig.get().runtime.output_dir
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         train(cfg, run_dir)
     except ConfigError as exc:
