@@ -5,7 +5,8 @@
 worker**. It encodes its own view of the battle with the encoder the policy was trained
 with, masks illegal actions exactly as the env does (:mod:`mapleenv.actions`), and keeps
 its own recurrent state ``[layers, 1, hidden]`` per battle, zeroed at the battle's first
-decision. It plays greedily (argmax) or samples from the policy.
+decision. It samples its actions from the policy (as in training) or plays greedily
+(argmax).
 
 Networks are rebuilt from a *snapshot*: a mapping with
 
@@ -23,8 +24,8 @@ Networks are rebuilt from a *snapshot*: a mapping with
 A Maple checkpoint file (``trainer.checkpoint``) is such a mapping. Names (registered
 with :func:`mapleenv.opponents.register_opponent`):
 
-* ``policy:<checkpoint>`` -- the checkpoint's policy, greedy;
-* ``policy_sample:<checkpoint>`` -- the same, sampling its actions;
+* ``policy:<checkpoint>`` -- the checkpoint's policy, sampling its actions;
+* ``policy_greedy:<checkpoint>`` -- the same, playing the argmax;
 * ``self`` -- self-play: a pool of snapshots pushed by the trainer through
   ``envs.call("call_opponent", "sync_pool", ...)`` (:meth:`PolicyOpponent.sync_pool`);
   one snapshot is drawn per battle (uniformly, seeded) and sampled from. With an
@@ -129,7 +130,7 @@ class PolicyOpponent(Player):
         player_kwargs: poke-env ``Player`` arguments (``battle_format``...).
     """
 
-    def __init__(self, policies: Iterable[FrozenPolicy] = (), *, sample: bool = False,
+    def __init__(self, policies: Iterable[FrozenPolicy] = (), *, sample: bool = True,
                  seed: int | None = None, name: str = "policy", **player_kwargs: Any):
         import torch
 
@@ -245,7 +246,7 @@ def _policy_factory(sample: bool) -> Callable[..., PolicyOpponent]:
             raise ValueError("policy opponents need a checkpoint: 'policy:<path>'")
         _set_worker_threads()
         policy = FrozenPolicy.from_snapshot(read_snapshot(argument))
-        prefix = "policy_sample" if sample else "policy"
+        prefix = "policy" if sample else "policy_greedy"
         return PolicyOpponent([policy], sample=sample, seed=seed, name=f"{prefix}:{argument}",
                               battle_format=battle_format, **kwargs)
 
@@ -261,6 +262,6 @@ def _self_factory(argument: str, *, battle_format: str, seed: int | None = None,
                           **kwargs)
 
 
-register_opponent("policy", _policy_factory(sample=False))
-register_opponent("policy_sample", _policy_factory(sample=True))
+register_opponent("policy", _policy_factory(sample=True))
+register_opponent("policy_greedy", _policy_factory(sample=False))
 register_opponent("self", _self_factory)

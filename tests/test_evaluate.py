@@ -137,7 +137,7 @@ def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path)
         f"server_url={showdown_server.server_configuration.websocket_url}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(output.read_text())
-    assert document["policy"] == "greedy" and document["encoder"] == "simple"
+    assert document["policy"] == "sampled" and document["encoder"] == "simple"
     assert list(document["opponents"]) == ["random"]
     for name, result in document["opponents"].items():
         assert result["battles"] == 2

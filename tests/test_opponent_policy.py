@@ -47,7 +47,7 @@ def other_battle():
 
 
 def test_greedy_opponent_plays_the_argmax_of_the_trainer_policy(checkpoint):
-    opponent = make_opponent(f"policy:{checkpoint}", seed=0)
+    opponent = make_opponent(f"policy_greedy:{checkpoint}", seed=0)
     assert isinstance(opponent, PolicyOpponent) and not opponent.sample
     reference = policy_from_snapshot(read_snapshot(checkpoint))
     encoder = make_encoder("simple")
@@ -72,8 +72,8 @@ def test_greedy_opponent_plays_the_argmax_of_the_trainer_policy(checkpoint):
 
 
 def test_each_battle_has_its_own_state_reset_at_battle_start(checkpoint):
-    alone = make_opponent(f"policy:{checkpoint}")
-    interleaved = make_opponent(f"policy:{checkpoint}")
+    alone = make_opponent(f"policy_greedy:{checkpoint}")
+    interleaved = make_opponent(f"policy_greedy:{checkpoint}")
     other = other_battle()
     tags = []
 
@@ -106,7 +106,7 @@ def test_each_battle_has_its_own_state_reset_at_battle_start(checkpoint):
 
 def test_sampling_opponent_stays_legal_and_is_seeded(checkpoint):
     def play(seed):
-        opponent = make_opponent(f"policy_sample:{checkpoint}", seed=seed)
+        opponent = make_opponent(f"policy:{checkpoint}", seed=seed)
         assert opponent.sample
 
         def decide(battle):

@@ -7,7 +7,8 @@ CLI (DESIGN.md contract 5; Hydra config ``conf/evaluate.yaml``)::
 For each opponent the policy plays ``battles`` battles in ``num_envs`` parallel envs
 (:func:`mapleenv.make_vector_env`, one Showdown server for the whole evaluation). The
 policy runs batched in this process with one recurrent state per env, reset at every
-battle start, and plays **greedily** (argmax over legal actions) unless ``sample=true``.
+battle start, and **samples** its actions from the masked policy, as in training
+(``sample=false``: greedy argmax; measured weaker, see ``docs/evaluation.md``).
 Battles are split evenly between the envs and only each env's first ``battles / N``
 battles count, so short battles are not over-represented. Battles aborted by a lost
 connection are replayed; a battle truncated by ``max_turns`` counts as not won.
@@ -92,7 +93,7 @@ def play_battles(
     battles: int,
     *,
     device: torch.device | str = "cpu",
-    sample: bool = False,
+    sample: bool = True,
     seed: int | None = None,
     on_battle: Callable[[bool], None] | None = None,
 ) -> tuple[int, int, list[int]]:
@@ -151,7 +152,7 @@ def evaluate_policy(
     battle_format: str = "gen9randombattle",
     encoder: str = "simple",
     num_envs: int = 4,
-    sample: bool = False,
+    sample: bool = True,
     device: torch.device | str = "cpu",
     seed: int = 0,
     max_turns: int | None = None,
@@ -264,7 +265,7 @@ class PeriodicEvalConfig:
     battles: int = 50  # per opponent
     opponents: list[str] = field(default_factory=lambda: list(DEFAULT_OPPONENTS))
     num_envs: int = 4
-    sample: bool = False  # False: greedy (argmax)
+    sample: bool = True  # False: greedy (argmax)
 
 
 class PeriodicEvaluator:
@@ -329,7 +330,7 @@ class EvaluateConfig:
     opponents: list[str] = field(default_factory=lambda: list(DEFAULT_OPPONENTS))
     battles: int = 200  # per opponent
     num_envs: int = 4
-    sample: bool = False  # False: greedy (argmax over legal actions)
+    sample: bool = True  # False: greedy (argmax over legal actions)
     device: str = "cpu"  # cpu | cuda | mps | auto
     seed: int = 0
     save_replays: bool = False
