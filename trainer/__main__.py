@@ -19,8 +19,14 @@ CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 log = logging.getLogger("trainer")
 
 
-def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM (a scheduler, ``kill``) stops like Ctrl-C: final checkpoint, envs closed."""
+def _interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM (a scheduler, ``kill``): stop with a final checkpoint, envs closed.
+
+    Only the first signal interrupts; later ones are ignored so that they cannot break the
+    final save or the clean-up on the way out.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -29,7 +35,8 @@ def _hydra_main(cfg: DictConfig) -> None:
     from trainer.train import train
 
     run_dir = HydraConfig.get().runtime.output_dir
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         train(cfg, run_dir)
     except ConfigError as exc:
