@@ -10,14 +10,11 @@ started with ``listen=`` also serves other processes through :class:`SimHostConn
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import select
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -25,6 +22,8 @@ from mapleenv.server import (
     SETUP_HINT,
     NodeNotFoundError,
     ShowdownNotInstalledError,
+    _die_with_parent,
+    _libc_prctl,
     find_node,
     find_showdown,
 )
@@ -32,22 +31,10 @@ from mapleenv.server import (
 logger = logging.getLogger(__name__)
 
 HOST_SCRIPT = Path(__file__).resolve().parent.parent / "js" / "sim_host.js"
-_PR_SET_PDEATHSIG = 1
 
 
 class SimHostError(RuntimeError):
     """The simulator host is missing, died, or reported an error."""
-
-
-_libc_prctl = None
-if sys.platform.startswith("linux"):
-    with contextlib.suppress(OSError, AttributeError):
-        _libc_prctl = ctypes.CDLL(None, use_errno=True).prctl
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if _libc_prctl is not None:
-        _libc_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class _Channel:
