@@ -64,7 +64,7 @@ class BattleAborted(RuntimeError):
 class BattleBackend(Protocol):
     """Source of battles for :class:`PokemonEnv` (see module docs)."""
 
-    def reset(self) -> Battle: ...
+    def reset(self, seed: int | None = None) -> Battle: ...
 
     def step(self, order: BattleOrder) -> Battle: ...
 
@@ -72,7 +72,9 @@ class BattleBackend(Protocol):
 
 
 BackendFactory = Callable[..., BattleBackend]
-"""``factory(*, battle_format, opponent, seed, log_dir, **backend_kwargs) -> BattleBackend``."""
+"""``factory(*, battle_format, opponent, seed, log_dir, team, **backend_kwargs) -> BattleBackend``;
+``backend.reset(seed=s)`` restarts the backend's battle seeds (a backend that cannot
+seed its battles, like the websocket one, ignores it)."""
 
 BACKENDS: dict[str, BackendFactory] = {}
 
@@ -313,7 +315,8 @@ class ShowdownBackend:
                 player.answer(event.reply, _NoOrder())
 
     # -- backend API
-    def reset(self) -> Battle:
+    def reset(self, seed: int | None = None) -> Battle:
+        """Start the next battle (``seed`` is ignored: the server picks the teams)."""
         if self._closed:
             raise RuntimeError("backend is closed")
         if not self.connected:
@@ -531,14 +534,15 @@ class PokemonEnv(gymnasium.Env):
         wait_for_server(self._server_configuration, self.reconnect_timeout)
         return self._server_configuration
 
-    def _make_backend(self) -> BattleBackend:
+    def _make_backend(self, seed: int | None) -> BattleBackend:
         if self.backend_name == "server":
             return ShowdownBackend(self._server_config(), self.battle_format, self.opponent,
                                    team=self.team, timeout=self.timeout,
                                    record_dir=self.record_dir)
         return BACKENDS[self.backend_name](battle_format=self.battle_format,
-                                           opponent=self.opponent, seed=self._seed,
-                                           log_dir=self.log_dir, **self.backend_kwargs)
+                                           opponent=self.opponent, seed=seed,
+                                           log_dir=self.log_dir, team=self.team,
+                                           **self.backend_kwargs)
 
     def _drop_backend(self) -> None:
         backend, self._backend = self._backend, None
@@ -580,8 +584,8 @@ class PokemonEnv(gymnasium.Env):
         for attempt in range(1, attempts + 1):
             try:
                 if self._backend is None:
-                    self._backend = self._make_backend()
-                battle = self._backend.reset()
+                    self._backend = self._make_backend(seed)
+                battle = self._backend.reset(seed=seed)
                 break
             except BattleAborted as exc:
                 self._drop_backend()

@@ -1,10 +1,18 @@
-"""Vectorized Showdown envs: ``AsyncVectorEnv`` workers sharing a pool of servers.
+"""Vectorized Showdown envs: ``AsyncVectorEnv`` workers sharing simulator processes.
 
-The servers are started once in the parent (a :class:`~mapleenv.server.ServerPool`),
-env ``i`` talks to server ``i % servers``, and closing the vector env stops them.
+Two backends (:func:`default_backend` picks one when none is given):
 
-Server crashes: a watchdog thread in the parent restarts a dead server on the same
-port (within ``watchdog_interval`` s). The workers cannot restart it themselves;
+* ``direct`` (the default): the workers' battles run in ``sim_hosts`` Node simulator
+  hosts started once in the parent (a :class:`~mapleenv.direct.SimHostPool`, default one
+  per core; ``sim_hosts=0``: a host per env), no Showdown server at all.
+* ``server``: ``servers`` Showdown servers started once in the parent (a
+  :class:`~mapleenv.server.ServerPool`), env ``i`` talks to server ``i % servers``; or an
+  external server (``server_url``, which implies this backend).
+
+Closing the vector env stops the hosts or servers.
+
+Crashes: a watchdog thread in the parent restarts a dead server (or host) on the same
+port (socket) (within ``watchdog_interval`` s). The workers cannot restart it themselves;
 an env whose connection drops ends its episode with ``truncated=True`` and
 ``info["aborted"]``, and its next ``reset`` (Gymnasium's autoreset) waits for the
 port to accept connections again and reconnects with fresh poke-env players.
@@ -17,9 +25,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
@@ -29,11 +38,26 @@ from mapleenv.server import ServerPool, external_server
 
 logger = logging.getLogger(__name__)
 
+BACKEND_ENV_VAR = "MAPLE_BACKEND"
+"""Environment variable naming the backend used when none is given (tests run both)."""
+
+
+def default_backend(server_url: str | None = None) -> str:
+    """The backend for ``backend=None``/``"auto"``: ``server`` with an external
+    ``server_url``, else ``$MAPLE_BACKEND`` or ``direct``."""
+    if server_url is not None:
+        return "server"
+    return os.environ.get(BACKEND_ENV_VAR) or "direct"
+
+
+class _Pool(Protocol):
+    def stop(self) -> None: ...
+
 
 class ShowdownVectorEnv(AsyncVectorEnv):
-    """``AsyncVectorEnv`` that also stops its :class:`ServerPool` on ``close()``."""
+    """``AsyncVectorEnv`` that also stops its server or host pool on ``close()``."""
 
-    def __init__(self, env_fns: list[Any], *, pool: ServerPool | None = None, **kwargs: Any):
+    def __init__(self, env_fns: list[Any], *, pool: _Pool | None = None, **kwargs: Any):
         self.pool = pool
         try:
             super().__init__(env_fns, **kwargs)
@@ -65,7 +89,8 @@ def make_vector_env(
     encoder: str = "simple",
     reward: RewardConfig | Mapping[str, Any] | None = None,
     max_turns: int | None = None,
-    backend: str = "server",
+    backend: str | None = None,
+    sim_hosts: int | None = None,
     context: str = "spawn",
     seed: int | None = None,
     autoreset_mode: AutoresetMode | str | None = None,
@@ -79,21 +104,37 @@ def make_vector_env(
     (``server_config``: extra Showdown config values for those, see
     :data:`mapleenv.server.DEFAULT_CONFIG`); ``seed`` seeds env ``i`` with ``seed + i``;
     ``env_kwargs`` go to every
-    :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``). ``backend`` other than
-    ``"server"`` must have been registered (``mapleenv.env.register_backend``).
+    :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``, ``backend_kwargs``). ``backend``:
+    ``None``/``"auto"`` (:func:`default_backend`), ``"server"``, ``"direct"`` (with
+    ``sim_hosts`` shared hosts, see module docs) or a name given to
+    ``mapleenv.env.register_backend``.
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if servers < 1:
         raise ValueError(f"servers must be >= 1, got {servers}")
+    if sim_hosts is not None and sim_hosts < 0:
+        raise ValueError(f"sim_hosts must be >= 0 or None, got {sim_hosts}")
+    if backend is None or backend == "auto":
+        backend = default_backend(server_url)
+    if server_url is not None and backend != "server":
+        raise ValueError(f"server_url needs backend='server' (got backend={backend!r})")
     if not backend_available(backend):
         raise NotImplementedError(
             f"backend {backend!r} is not available (registered: "
             f"{', '.join(['server', *sorted(BACKENDS)])}); see mapleenv.env.register_backend")
     reward_config = RewardConfig.from_value(reward)
-    pool: ServerPool | None = None
+    pool: _Pool | None = None
     configurations: list[Any] = [None] * num_envs
-    if backend == "server":
+    if backend == "direct" and sim_hosts != 0:
+        from mapleenv.direct.pool import SimHostPool
+
+        hosts = SimHostPool(min(sim_hosts or os.cpu_count() or 1, num_envs)).start()
+        hosts.start_watchdog(watchdog_interval)
+        pool = hosts
+        env_kwargs["backend_kwargs"] = {**(env_kwargs.get("backend_kwargs") or {}),
+                                        "host_pool": hosts.spec}
+    elif backend == "server":
         if server_url is not None:
             configurations = [external_server(server_url)] * num_envs
         else:

@@ -189,13 +189,8 @@ class _VectorRun:
         self.rng = np.random.default_rng(seed)
         t_start = time.perf_counter()
         common = dict(battle_format=battle_format, opponent=opponent, seed=seed)
-        if backend == "direct":
-            from mapleenv.direct import make_direct_vector_env
-
-            self.envs = make_direct_vector_env(num_envs, sim_hosts=sim_hosts, **common)
-        else:
-            self.envs = mapleenv.make_vector_env(num_envs, backend=backend, servers=servers,
-                                                 **common)
+        self.envs = mapleenv.make_vector_env(num_envs, backend=backend, servers=servers,
+                                             sim_hosts=sim_hosts, **common)
         try:
             self.obs, _ = self.envs.reset()
         except BaseException:
@@ -310,8 +305,9 @@ def main(argv: list[str] | None = None) -> int:
                     "backend": backend, "num_envs": num_envs, "seconds": args.seconds,
                     "battle_format": args.battle_format, "opponent": args.opponent,
                     "servers": args.servers if backend == "server" else None,
-                    "sim_hosts": ((args.sim_hosts if args.sim_hosts is not None
-                                   else os.cpu_count()) if backend == "direct" else None),
+                    "sim_hosts": (min(args.sim_hosts if args.sim_hosts is not None
+                                      else os.cpu_count() or 1, num_envs)
+                                  if backend == "direct" else None),
                 }
                 record.update(measure(num_envs, args, backend, ceiling))
                 record["machine"] = machine_info()

@@ -41,10 +41,9 @@ def showdown_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Showdo
         server.stop()
 
 
-def child_node_pids(parent: int | None = None) -> list[int]:
-    """PIDs of live ``node`` processes whose parent is ``parent`` (default: this process)."""
-    parent = os.getpid() if parent is None else parent
-    pids = []
+def _processes() -> dict[int, tuple[str, str, int]]:
+    """Every process: pid -> (command name, state, parent pid), from /proc."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -54,9 +53,28 @@ def child_node_pids(parent: int | None = None) -> list[int]:
             continue
         comm = stat[stat.index("(") + 1 : stat.rindex(")")]
         state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
-        if comm == "node" and int(ppid) == parent and state != "Z":
-            pids.append(int(entry.name))
-    return pids
+        found[int(entry.name)] = (comm, state, int(ppid))
+    return found
+
+
+def child_node_pids(parent: int | None = None) -> list[int]:
+    """PIDs of live ``node`` processes whose parent is ``parent`` (default: this process)."""
+    parent = os.getpid() if parent is None else parent
+    return [pid for pid, (comm, state, ppid) in _processes().items()
+            if comm == "node" and ppid == parent and state != "Z"]
+
+
+def descendant_node_pids() -> list[int]:
+    """PIDs of live ``node`` processes anywhere below this process."""
+    processes, me = _processes(), os.getpid()
+    found = []
+    for pid, (comm, state, ppid) in processes.items():
+        ancestor: int | None = ppid
+        while ancestor is not None and ancestor not in (me, 0, 1):
+            ancestor = processes[ancestor][2] if ancestor in processes else None
+        if comm == "node" and state != "Z" and ancestor == me:
+            found.append(pid)
+    return found
 
 
 def pid_alive(pid: int) -> bool:

@@ -124,6 +124,23 @@ def test_same_seed_replays_the_same_battle() -> None:
     assert first[1] != other[1]
 
 
+def _first_teams(env: DirectPokemonEnv, **reset_kwargs) -> list[str]:
+    env.reset(**reset_kwargs)
+    return sorted(mon.species for mon in env.battle.team.values())
+
+
+def test_env_seed_reaches_the_backend() -> None:
+    """``PokemonEnv(seed=s)`` and ``reset(seed=s)`` seed the direct backend's battles."""
+    envs = [DirectPokemonEnv(opponent="random", seed=s) for s in (11, 11, 12)]
+    try:
+        first, same, other = (_first_teams(env) for env in envs)
+        assert first == same and first != other
+        assert _first_teams(envs[2], seed=11) == first  # reset(seed=) on a live backend
+    finally:
+        for env in envs:
+            env.close()
+
+
 def test_killed_host_aborts_the_episode_and_reset_recovers() -> None:
     before = set(child_node_pids())  # e.g. a session-wide Showdown server
     env = DirectPokemonEnv(opponent="random", seed=3)

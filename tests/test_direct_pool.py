@@ -8,8 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import pid_alive
-from test_direct_vector import descendant_node_pids
+from conftest import descendant_node_pids, pid_alive
 
 from mapleenv.direct import (
     DirectPokemonEnv,

@@ -1,13 +1,11 @@
-"""``make_vector_env(backend="direct")``: spawned workers, each with its own Node host."""
+"""``make_vector_env(backend="direct", sim_hosts=0)``: spawned workers, each with its own
+Node host (shared hosts: tests/test_direct_pool.py)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
-from conftest import pid_alive
+from conftest import descendant_node_pids, pid_alive
 
 import mapleenv
 import mapleenv.direct  # noqa: F401  (registers the backend in this process)
@@ -15,33 +13,10 @@ import mapleenv.direct  # noqa: F401  (registers the backend in this process)
 pytestmark = pytest.mark.integration
 
 
-def descendant_node_pids() -> list[int]:
-    """Live ``node`` processes anywhere below this process."""
-    parents: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        names[int(entry.name)] = stat[stat.index("(") + 1: stat.rindex(")")]
-        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
-    me, found = os.getpid(), []
-    for pid, name in names.items():
-        ancestor = parents.get(pid)
-        while ancestor is not None and ancestor not in (me, 0, 1):
-            ancestor = parents.get(ancestor)
-        if name == "node" and ancestor == me:
-            found.append(pid)
-    return found
-
-
 def test_two_direct_envs_play_full_episodes_and_leave_no_node_behind() -> None:
     before = set(descendant_node_pids())  # e.g. a session-wide Showdown server
-    envs = mapleenv.make_vector_env(2, backend="direct", plugins=["mapleenv.direct"],
-                                    opponent="random", seed=0)
+    envs = mapleenv.make_vector_env(2, backend="direct", sim_hosts=0, opponent="random",
+                                    seed=0)
     hosts: list[int] = []
     try:
         obs, _ = envs.reset()

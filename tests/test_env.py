@@ -1,4 +1,4 @@
-"""PokemonEnv against a real Showdown server."""
+"""PokemonEnv on both backends: a real Showdown server and the direct simulator host."""
 
 from __future__ import annotations
 
@@ -44,10 +44,18 @@ def play(env, rng, max_steps: int = 2000):
     raise AssertionError("battle did not end")
 
 
+@pytest.fixture(params=["server", "direct"])
+def backend(request) -> dict:
+    """``PokemonEnv`` kwargs for each backend (the session's server for ``server``)."""
+    if request.param == "server":
+        return {"server": request.getfixturevalue("showdown_server")}
+    return {"backend": "direct"}
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("opponent", ["random", "max_power", "heuristic"])
-def test_full_episode_against_each_opponent(showdown_server, opponent):
-    env = PokemonEnv(opponent=opponent, server=showdown_server)
+def test_full_episode_against_each_opponent(backend, opponent):
+    env = PokemonEnv(opponent=opponent, **backend)
     try:
         total, steps, info, terminated, truncated = play(env, np.random.default_rng(1))
     finally:
@@ -103,8 +111,8 @@ def no_new_threads():
 
 
 @pytest.mark.integration
-def test_illegal_action_raises_and_the_battle_goes_on(showdown_server):
-    env = PokemonEnv(server=showdown_server)
+def test_illegal_action_raises_and_the_battle_goes_on(backend):
+    env = PokemonEnv(**backend)
     try:
         obs, _ = env.reset()
         illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
@@ -140,7 +148,7 @@ def test_max_turns_truncates_and_the_next_reset_forfeits(showdown_server, tmp_pa
 def test_registered_backend_is_used(showdown_server):
     made = []
 
-    def factory(*, battle_format, opponent, seed, log_dir, **kwargs):
+    def factory(*, battle_format, opponent, seed, log_dir, team, **kwargs):
         made.append(kwargs)
         return ShowdownBackend(showdown_server.server_configuration, battle_format, opponent)
 

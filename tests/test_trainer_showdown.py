@@ -1,4 +1,4 @@
-"""The CI smoke experiment end to end: real Showdown server, one env, three rollouts."""
+"""The CI smoke experiment end to end on both backends: one env, three rollouts."""
 
 from __future__ import annotations
 
@@ -18,10 +18,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-def test_smoke_experiment_trains_on_a_real_server(tmp_path: Path) -> None:
-    # No server_url: the env starts its embedded server, as `python -m trainer` does.
+@pytest.mark.parametrize("backend", ["direct", "server"])
+def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
+    # No server_url: the run starts its own simulator hosts or server.
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}"],
+        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
+         f"env.backend={backend}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -30,7 +32,10 @@ def test_smoke_experiment_trains_on_a_real_server(tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert "device: cpu" in out and "autoreset mode SAME_STEP" in out
-    assert "stopping Showdown" in out  # the run's server is stopped on close
+    assert f"{backend} backend" in out
+    if backend == "server":
+        assert "stopping Showdown" in out  # the run's server is stopped on close
+        assert list((tmp_path / "showdown").glob("*.log"))  # server log kept in the run dir
     with (tmp_path / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [int(r["global_step"]) for r in rows] == [32, 64, 96]
@@ -38,7 +43,6 @@ def test_smoke_experiment_trains_on_a_real_server(tmp_path: Path) -> None:
         assert float(r["sps"]) > 0 and r["policy_loss"] != "" and r["entropy"] != ""
         if int(r["episodes"]):
             assert 0.0 <= float(r["win_rate"]) <= 1.0
-    assert list((tmp_path / "showdown").glob("*.log"))  # server log kept in the run dir
     ckpt = load_checkpoint(tmp_path)
     assert ckpt["global_step"] == 96
     policy, cfg = load_policy(tmp_path / "checkpoints" / "last.pt")

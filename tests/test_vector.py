@@ -11,7 +11,7 @@ import pytest
 from conftest import child_node_pids, pid_alive
 from gymnasium.vector import AutoresetMode
 
-from mapleenv.vector import make_vector_env
+from mapleenv.vector import BACKEND_ENV_VAR, default_backend, make_vector_env
 
 
 def _greedy(obs, rng):
@@ -33,7 +33,7 @@ def _maps(pid: int) -> str:
 @pytest.mark.integration
 def test_two_envs_play_full_episodes_and_survive_a_server_crash(tmp_path):
     before = set(child_node_pids())
-    envs = make_vector_env(2, servers=2, log_dir=tmp_path, seed=0,
+    envs = make_vector_env(2, backend="server", servers=2, log_dir=tmp_path, seed=0,
                            autoreset_mode=AutoresetMode.SAME_STEP)
     rng = np.random.default_rng(0)
     finished: list[tuple[int, dict]] = []
@@ -91,3 +91,15 @@ def test_unknown_backend_and_bad_sizes():
         make_vector_env(0)
     with pytest.raises(ValueError, match="unknown reward key"):
         make_vector_env(1, reward={"nope": 1})
+    with pytest.raises(ValueError, match="server_url needs backend='server'"):
+        make_vector_env(1, backend="direct", server_url="127.0.0.1:8000")
+    with pytest.raises(ValueError, match="sim_hosts"):
+        make_vector_env(1, backend="direct", sim_hosts=-1)
+
+
+def test_default_backend_is_direct_unless_a_server_is_named(monkeypatch):
+    monkeypatch.delenv(BACKEND_ENV_VAR, raising=False)
+    assert default_backend() == "direct"
+    assert default_backend("ws://example.org:8000") == "server"
+    monkeypatch.setenv(BACKEND_ENV_VAR, "server")
+    assert default_backend() == "server"

@@ -49,7 +49,9 @@ class ShowdownEnvConfig(EnvConfig):
     encoder: str = "simple"
     reward: dict[str, float] | None = None
     max_turns: int | None = None
-    backend: str = "server"
+    # auto: direct (in-process simulator hosts), or server when server_url is set
+    backend: str = "auto"
+    sim_hosts: int | None = None  # direct: shared simulator hosts (None: one per core)
     context: str = "spawn"
     vectorization: str = "async"  # async: local AsyncVectorEnv | ray: Ray actor shards
     ray: RayShardConfig = field(default_factory=RayShardConfig)

@@ -65,6 +65,9 @@ def _make_showdown(
     if make_vector_env is None:
         raise RuntimeError("mapleenv.make_vector_env is missing (mapleenv not built yet?)")
     from mapleenv.opponent_mix import opponent_spec
+    from mapleenv.vector import default_backend
+
+    backend = default_backend(cfg.server_url) if cfg.backend == "auto" else cfg.backend
 
     kwargs = dict(
         battle_format=cfg.battle_format,
@@ -75,20 +78,25 @@ def _make_showdown(
         encoder=cfg.encoder,
         reward=dict(cfg.reward) if cfg.reward is not None else None,
         max_turns=cfg.max_turns,
-        backend=cfg.backend,
+        backend=backend,
+        sim_hosts=cfg.sim_hosts,
         context=cfg.context,
         seed=seed,
         autoreset_mode=AutoresetMode.SAME_STEP,
     )
     log.info(
-        "starting %d Showdown env(s) (%s): %s vs %s",
+        "starting %d Showdown env(s) (%s, %s backend): %s vs %s",
         cfg.num_envs,
         cfg.vectorization,
+        backend,
         cfg.battle_format,
         cfg.opponent,
     )
     if cfg.vectorization == "ray":
         from mapleenv.ray_vector import make_ray_vector_env
+
+        if cfg.sim_hosts is None:  # one host per shard CPU, not per core of the node
+            kwargs["sim_hosts"] = max(1, round(cfg.ray.cpus_per_shard))
 
         return make_ray_vector_env(
             cfg.num_envs,

@@ -156,7 +156,7 @@ def evaluate_policy(
     device: torch.device | str = "cpu",
     seed: int = 0,
     max_turns: int | None = None,
-    backend: str = "server",
+    backend: str = "auto",
     server_url: str | None = None,
     log_dir: str | Path | None = None,
     replay_dir: str | Path | None = None,
@@ -169,6 +169,7 @@ def evaluate_policy(
     """
     from mapleenv import make_vector_env
     from mapleenv.server import ServerPool
+    from mapleenv.vector import default_backend
 
     if battles < 1:
         raise ValueError(f"battles must be >= 1, got {battles}")
@@ -185,6 +186,8 @@ def evaluate_policy(
     was_training = policy.training
     policy.eval()
     pool = None
+    if backend == "auto":
+        backend = default_backend(server_url)
     if backend == "server" and server_url is None:
         pool = ServerPool(1, log_dir=log_dir).start()
         server_url = pool.configuration_for(0).websocket_url
@@ -337,7 +340,7 @@ class EvaluateConfig:
     output: str | None = None  # JSON path; default <hydra run dir>/evaluation.json
     battle_format: str | None = None  # default: the checkpoint's
     max_turns: int | None = None  # default: the checkpoint's env.max_turns
-    backend: str = "server"  # server | direct
+    backend: str = "auto"  # auto (direct, or server with server_url) | server | direct
     server_url: str | None = None  # use this server instead of starting one
 
 

@@ -6,7 +6,7 @@ workers' battles over Unix sockets cost less Node CPU per step and a third of th
 (docs/benchmarks.md). :class:`SimHostPool` runs them in the parent; workers find theirs
 with :func:`claim_host` (round robin through a locked counter file), which
 :class:`~mapleenv.direct.backend.DirectBackend` does when given ``host_pool=pool.spec``.
-:func:`make_direct_vector_env` wires it up for ``mapleenv.make_vector_env``.
+``mapleenv.make_vector_env(backend="direct")`` wires it up.
 """
 
 from __future__ import annotations
@@ -147,27 +147,9 @@ def claim_host(spec: dict[str, Any]) -> tuple[str, int | None]:
 
 def make_direct_vector_env(num_envs: int, *, sim_hosts: int | None = None,
                            **kwargs: Any) -> Any:
-    """``mapleenv.make_vector_env(num_envs, backend="direct", ...)`` with the workers'
-    battles on ``sim_hosts`` shared hosts (default: one per core; ``0``: one host per env).
-    The pool is stopped when the vector env closes."""
+    """``mapleenv.make_vector_env(num_envs, backend="direct", sim_hosts=sim_hosts, ...)``:
+    the workers' battles on ``sim_hosts`` shared hosts (default: one per core; ``0``: one
+    host per env), stopped when the vector env closes."""
     from mapleenv.vector import make_vector_env
 
-    plugins = list(kwargs.pop("plugins", ()))
-    if "mapleenv.direct" not in plugins:
-        plugins.append("mapleenv.direct")
-    backend_kwargs = dict(kwargs.pop("backend_kwargs", None) or {})
-    pool = None
-    if sim_hosts != 0:
-        pool = SimHostPool(sim_hosts).start()
-        pool.start_watchdog()
-        backend_kwargs["host_pool"] = pool.spec
-    try:
-        envs = make_vector_env(num_envs, backend="direct", plugins=plugins,
-                               backend_kwargs=backend_kwargs, **kwargs)
-    except BaseException:
-        if pool is not None:
-            pool.stop()
-        raise
-    if pool is not None:
-        envs.pool = pool  # ShowdownVectorEnv stops its pool on close()
-    return envs
+    return make_vector_env(num_envs, backend="direct", sim_hosts=sim_hosts, **kwargs)
