@@ -5,7 +5,8 @@ CLI (DESIGN.md contract 5; Hydra config ``conf/evaluate.yaml``)::
     python -m trainer.evaluate checkpoint=<path> opponents=[random,max_power,heuristic] battles=200
 
 For each opponent the policy plays ``battles`` battles in ``num_envs`` parallel envs
-(:func:`mapleenv.make_vector_env`, one Showdown server for the whole evaluation). The
+(:func:`mapleenv.make_vector_env`: simulator hosts by default; with ``backend=server``
+one Showdown server for the whole evaluation). The
 policy runs batched in this process with one recurrent state per env, reset at every
 battle start, and **samples** its actions from the masked policy, as in training
 (``sample=false``: greedy argmax; measured weaker, see ``docs/evaluation.md``).
