@@ -24,6 +24,18 @@ def _columns(run_dir: Path) -> tuple[list[str], int]:
     return rows[0], len(rows) - 1
 
 
+def _sim_hosts() -> set[int]:
+    """PIDs of live direct-backend simulator hosts (``node ... sim_host.js``)."""
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"sim_host.js" in (proc / "cmdline").read_bytes():
+                pids.add(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
 def _node_processes_under(directory: Path) -> list[int]:
     """PIDs of live `node` processes whose working directory is inside `directory`."""
     pids = []
@@ -41,10 +53,13 @@ def _node_processes_under(directory: Path) -> list[int]:
 
 
 @pytest.mark.integration
-def test_cli_smoke_experiment_on_two_ray_shards(tmp_path):
+@pytest.mark.parametrize("backend", ["direct", "server"])
+def test_cli_smoke_experiment_on_two_ray_shards(tmp_path, backend):
     """The documented override end to end, in a fresh process with its own local Ray:
-    each shard starts its own Showdown server (in its own log dir) and stops it."""
+    each shard starts its own simulator host or Showdown server (in its own log dir) and
+    stops it."""
     env = {**os.environ, "RAY_ADDRESS": ""}
+    hosts_before = _sim_hosts()
     cmd = [
         sys.executable,
         "-m",
@@ -57,6 +72,7 @@ def test_cli_smoke_experiment_on_two_ray_shards(tmp_path):
         "algo.rollout_steps=16",
         f"hydra.run.dir={tmp_path}",
         "tensorboard=false",
+        f"env.backend={backend}",
     ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -65,6 +81,9 @@ def test_cli_smoke_experiment_on_two_ray_shards(tmp_path):
     assert rows == 2  # 64 steps / (16 steps x 2 envs)
     assert load_checkpoint(tmp_path / CHECKPOINT_DIR / LAST)["global_step"] == 64
     assert "RayVectorEnv: 2 envs in 2 shards" in proc.stdout + proc.stderr
-    for shard in ("shard0", "shard1"):
-        assert list((tmp_path / "showdown" / shard).glob("showdown-*.log")), shard
+    assert f"{backend} backend" in proc.stdout + proc.stderr
+    if backend == "server":
+        for shard in ("shard0", "shard1"):
+            assert list((tmp_path / "showdown" / shard).glob("showdown-*.log")), shard
     assert _node_processes_under(tmp_path) == []  # the shards stopped their servers
+    assert _sim_hosts() <= hosts_before  # ... and their simulator hosts
