@@ -444,6 +444,10 @@ class PokemonEnv(gymnasium.Env):
             backends in the process that builds the env).
         record_dir: write each battle's agent-side websocket frames there (JSONL).
         replay_dir: write each finished battle's poke-env HTML replay there.
+        teacher: an opponent name (e.g. ``"heuristic"``) whose choice for the agent's own
+            decision is added to every observation as ``teacher_action`` (int64 ``[1]``,
+            the action index, ``-1`` if its order is not a legal action): the target of
+            the trainer's kickstarting loss (``algo.kickstart_coef``).
 
     ``info`` at the end of an episode holds ``won`` (False for a loss, a tie or a
     max_turns truncation), ``battle_tag``, ``turns`` and ``opponent`` (its name; a
@@ -464,7 +468,7 @@ class PokemonEnv(gymnasium.Env):
                  backend_kwargs: Mapping[str, Any] | None = None, timeout: float = 60.0,
                  reconnect_timeout: float = 60.0, team: Any = None,
                  plugins: Iterable[str] = (), record_dir: str | Path | None = None,
-                 replay_dir: str | Path | None = None):
+                 replay_dir: str | Path | None = None, teacher: str | None = None):
         for module in plugins:
             importlib.import_module(module)
         fmt = battle_format.lower()
@@ -489,10 +493,16 @@ class PokemonEnv(gymnasium.Env):
                          else make_opponent(opponent, battle_format=battle_format, seed=seed))
         self.opponent_name = opponent if isinstance(opponent, str) else type(opponent).__name__
         self.action_space = spaces.Discrete(action_space_size(self.gen))
-        self.observation_space = spaces.Dict({
+        n_actions = int(self.action_space.n)
+        obs_spaces: dict[str, spaces.Space] = {
             "observation": observation_box(self.encoder),
-            "action_mask": spaces.Box(0, 1, (int(self.action_space.n),), dtype=np.int8),
-        })
+            "action_mask": spaces.Box(0, 1, (n_actions,), dtype=np.int8),
+        }
+        self.teacher = (None if teacher is None
+                        else make_opponent(teacher, battle_format=battle_format, seed=seed))
+        if self.teacher is not None:
+            obs_spaces["teacher_action"] = spaces.Box(-1, n_actions - 1, (1,), dtype=np.int64)
+        self.observation_space = spaces.Dict(obs_spaces)
         self.backend_name = backend
         self.backend_kwargs = dict(backend_kwargs or {})
         self.log_dir = log_dir
@@ -558,7 +568,16 @@ class PokemonEnv(gymnasium.Env):
                 self.observation_space["observation"].high, out=obs)
         self._last_obs = {"observation": obs,
                           "action_mask": mask_from_legal(self._legal, int(self.action_space.n))}
+        if self.teacher is not None:
+            self._last_obs["teacher_action"] = np.array([self._teacher_action(battle)])
         return self._last_obs
+
+    def _teacher_action(self, battle: Battle) -> int:
+        """The teacher's choice for this decision as a legal action index (-1: none)."""
+        if battle.finished:
+            return -1
+        message = self.teacher.choose_move(battle).message
+        return next((a for a, order in self._legal.items() if order.message == message), -1)
 
     @property
     def battle(self) -> Battle | None:

@@ -181,3 +181,22 @@ def test_bad_arguments():
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
     env.close()
+
+
+@pytest.mark.integration
+def test_teacher_action_is_the_teachers_legal_choice():
+    env = PokemonEnv(backend="direct", teacher="heuristic", opponent="random", seed=6)
+    try:
+        assert env.observation_space["teacher_action"].shape == (1,)
+        obs, _ = env.reset()
+        for _ in range(200):
+            assert env.observation_space.contains(obs)
+            action = int(obs["teacher_action"][0])
+            assert action >= 0 and obs["action_mask"][action] == 1
+            chosen = env.teacher.choose_move(env.battle).message
+            assert env.legal_orders[action].message == chosen
+            obs, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                break
+    finally:
+        env.close()

@@ -100,3 +100,31 @@ def test_bf16_autocast_update_runs_and_stays_near_unit_ratio() -> None:
     assert all(torch.isfinite(torch.tensor(v)) for v in stats.values())
     assert abs(stats["approx_kl"]) < 1e-3
     assert all(p.dtype == torch.float32 for p in policy.parameters())
+
+
+def test_kickstarting_pulls_the_policy_toward_the_teacher() -> None:
+    policy, buffer = collect(24, 8)
+    buffer.advantages.zero_()  # no policy-gradient signal: only the teacher moves it
+    buffer.teacher_actions.fill_(1)
+    buffer.teacher_actions[:, 0] = -1  # env 0 has no teacher action: it must be ignored
+    batch = buffer.chunks()
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    cfg = PPOConfig(epochs=1, num_minibatches=1, ent_coef=0.0, vf_coef=0.0)
+    first = ppo_update(policy, optimizer, batch, cfg, kickstart_coef=1.0)
+    for _ in range(40):
+        last = ppo_update(policy, optimizer, batch, cfg, kickstart_coef=1.0)
+    assert last["kickstart_loss"] < first["kickstart_loss"] / 2
+    assert last["teacher_agreement"] == 1.0
+
+    # coefficient 0: the statistics are reported, the teacher does not train the policy
+    before = [p.detach().clone() for p in policy.parameters()]
+    stats = ppo_update(policy, torch.optim.Adam(policy.parameters(), lr=3e-3), batch, cfg)
+    assert "teacher_agreement" in stats
+    assert all(torch.equal(a, b) for a, b in zip(before, policy.parameters(), strict=True))
+
+
+def test_no_teacher_no_kickstart_statistics() -> None:
+    policy, buffer = collect(24, 8)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    stats = ppo_update(policy, optimizer, buffer.chunks(), PPOConfig(epochs=1), kickstart_coef=1.0)
+    assert "kickstart_loss" not in stats and "teacher_agreement" not in stats

@@ -58,6 +58,7 @@ class ChunkBatch:
     returns: torch.Tensor
     valid: torch.Tensor
     hidden: Hidden  # state at every chunk start, ``[layers, C * N, state]``
+    teacher_actions: torch.Tensor  # the teacher's action per step, -1: none
 
     @property
     def num_chunks(self) -> int:
@@ -91,6 +92,7 @@ class RolloutBuffer:
         self.action_mask = torch.zeros(t, n, n_actions, dtype=torch.bool, device=device)
         self.episode_start = torch.zeros(t, n, device=device)
         self.actions = torch.zeros(t, n, dtype=torch.long, device=device)
+        self.teacher_actions = torch.full((t, n), -1, dtype=torch.long, device=device)
         self.logp = torch.zeros(t, n, device=device)
         self.values = torch.zeros(t, n, device=device)
         self.final_values = torch.zeros(t, n, device=device)
@@ -164,4 +166,5 @@ class RolloutBuffer:
             returns=cut(self.returns),
             valid=cut(valid),
             hidden=hidden,
+            teacher_actions=cut(self.teacher_actions, -1),
         )

@@ -52,6 +52,7 @@ class ShowdownEnvConfig(EnvConfig):
     # auto: direct (in-process simulator hosts), or server when server_url is set
     backend: str = "auto"
     sim_hosts: int | None = None  # direct: shared simulator hosts (None: one per core)
+    teacher: str | None = None  # opponent name whose choices are the kickstarting target
     context: str = "spawn"
     vectorization: str = "async"  # async: local AsyncVectorEnv | ray: Ray actor shards
     ray: RayShardConfig = field(default_factory=RayShardConfig)
@@ -102,6 +103,10 @@ class PPOConfig:
     norm_adv: bool = True
     target_kl: float | None = None
     bf16: bool = False  # bf16 autocast for the update, CUDA only
+    # kickstarting: + coef * cross-entropy toward env.teacher's actions, the coef decayed
+    # linearly to 0 over kickstart_steps env steps (0: constant); 0 = off
+    kickstart_coef: float = 0.0
+    kickstart_steps: int = 0
 
 
 @dataclass
@@ -207,6 +212,14 @@ def _check_values(cfg: TrainConfig) -> list[str]:
         (a.bptt >= 0, "algo.bptt must be >= 0 (0 = whole rollout)"),
         (a.epochs >= 1 and a.num_minibatches >= 1, "algo.epochs and num_minibatches must be >= 1"),
         (a.lr > 0, "algo.lr must be > 0"),
+        (
+            a.kickstart_coef >= 0 and a.kickstart_steps >= 0,
+            "algo.kickstart_coef and kickstart_steps must be >= 0",
+        ),
+        (
+            a.kickstart_coef == 0 or getattr(e, "teacher", None) is not None,
+            "algo.kickstart_coef > 0 needs env.teacher (e.g. env.teacher=heuristic)",
+        ),
         (
             0 <= a.gamma <= 1 and 0 <= a.gae_lambda <= 1,
             "algo.gamma and gae_lambda must be in [0, 1]",

@@ -80,6 +80,7 @@ def _make_showdown(
         max_turns=cfg.max_turns,
         backend=backend,
         sim_hosts=cfg.sim_hosts,
+        teacher=cfg.teacher,
         context=cfg.context,
         seed=seed,
         autoreset_mode=AutoresetMode.SAME_STEP,

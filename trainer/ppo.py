@@ -1,4 +1,11 @@
-"""Sequence PPO update over BPTT chunks (clipped surrogate, value loss, entropy)."""
+"""Sequence PPO update over BPTT chunks (clipped surrogate, value loss, entropy).
+
+Optional kickstarting (Schmitt et al., 2018, "Kickstarting Deep Reinforcement Learning"):
+with ``kickstart_coef > 0`` the loss adds ``kickstart_coef * -log pi(teacher_action)``
+over the steps that have a teacher action (``ChunkBatch.teacher_actions >= 0``), i.e. a
+cross-entropy toward a teacher policy (e.g. poke-env's heuristic player) whose weight the
+trainer anneals to zero, so the agent starts from the teacher's play and PPO takes over.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +27,8 @@ class MinibatchEval:
     logp: torch.Tensor
     entropy: torch.Tensor
     values: torch.Tensor
+    teacher_logp: torch.Tensor  # log pi(teacher action); 0 where there is none
+    teacher_agree: torch.Tensor  # 1 where the most likely action is the teacher's
 
 
 def evaluate_chunks(policy: ActorCritic, batch: ChunkBatch, idx: torch.Tensor) -> MinibatchEval:
@@ -33,7 +42,16 @@ def evaluate_chunks(policy: ActorCritic, batch: ChunkBatch, idx: torch.Tensor) -
         batch.obs[:, idx], batch.action_mask[:, idx], hidden, batch.episode_start[:, idx]
     )
     logp, entropy = log_prob_entropy(logits, batch.action_mask[:, idx], batch.actions[:, idx])
-    return MinibatchEval(logp=logp, entropy=entropy, values=values)
+    teacher = batch.teacher_actions[:, idx]
+    has_teacher = teacher >= 0
+    teacher_logp, _ = log_prob_entropy(logits, batch.action_mask[:, idx], teacher.clamp(min=0))
+    return MinibatchEval(
+        logp=logp,
+        entropy=entropy,
+        values=values,
+        teacher_logp=torch.where(has_teacher, teacher_logp, 0.0),
+        teacher_agree=(logits.argmax(-1) == teacher).float(),
+    )
 
 
 def _masked_mean(x: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
@@ -57,8 +75,10 @@ def ppo_update(
     cfg: PPOConfig,
     generator: torch.Generator | None = None,
     autocast_bf16: bool = False,
+    kickstart_coef: float = 0.0,
 ) -> dict[str, float]:
-    """Run ``cfg.epochs`` epochs of minibatches of chunks; returns mean statistics."""
+    """Run ``cfg.epochs`` epochs of minibatches of chunks; returns mean statistics
+    (with ``kickstart_loss`` and ``teacher_agreement`` when the batch has teacher actions)."""
     num_chunks = batch.num_chunks
     num_mb = max(1, min(cfg.num_minibatches, num_chunks))
     advantages = batch.advantages
@@ -72,9 +92,12 @@ def ppo_update(
         if autocast_bf16
         else contextlib.nullcontext()
     )
-    stats: dict[str, list[torch.Tensor]] = {
-        k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac")
-    }
+    keys = ["policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac"]
+    has_teacher = batch.teacher_actions >= 0
+    with_teacher = bool(has_teacher.any())
+    if with_teacher:
+        keys += ["kickstart_loss", "teacher_agreement"]
+    stats: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
     epochs_run = 0
     stop = False
     for _ in range(cfg.epochs):
@@ -102,6 +125,15 @@ def ppo_update(
             v_loss = 0.5 * _masked_mean(v_loss, valid, count)
             entropy = _masked_mean(out.entropy, valid, count)
             loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
+            extra: list[tuple[str, torch.Tensor]] = []
+            if with_teacher:
+                taught = valid * has_teacher[:, idx]
+                taught_count = taught.sum().clamp(min=1.0)
+                kick_loss = -_masked_mean(out.teacher_logp, taught, taught_count)
+                agreement = _masked_mean(out.teacher_agree, taught, taught_count)
+                if kickstart_coef > 0:
+                    loss = loss + kickstart_coef * kick_loss
+                extra = [("kickstart_loss", kick_loss), ("teacher_agreement", agreement)]
 
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -118,6 +150,7 @@ def ppo_update(
                 ("entropy", entropy),
                 ("approx_kl", approx_kl),
                 ("clip_frac", clip_frac),
+                *extra,
             ):
                 stats[key].append(value.detach().float())
             if cfg.target_kl is not None and float(approx_kl) > cfg.target_kl:

@@ -58,6 +58,7 @@ class RolloutCollector:
         self.mode = autoreset_mode(envs)
         obs, _ = envs.reset(seed=seed)
         self.obs_np, self.mask_np = adapter.batch(obs)
+        self.teacher_np = adapter.teacher(obs)
         self.hidden = policy.initial_state(self.num_envs, device)
         self.episode_start_np = np.ones(self.num_envs, dtype=bool)
         self.pending_reset = np.zeros(self.num_envs, dtype=bool)  # next step is a dummy
@@ -79,6 +80,7 @@ class RolloutCollector:
         """Continue from ``obs`` after the envs were stepped by someone else (e.g. a
         benchmark): every env counts as starting an episode, with a zero state."""
         self.obs_np, self.mask_np = self.adapter.batch(obs)
+        self.teacher_np = self.adapter.teacher(obs)
         self.episode_start_np[:] = True
         self.pending_reset[:] = False
         self.ep_return[:] = 0.0
@@ -101,6 +103,8 @@ class RolloutCollector:
         for t in range(buffer.steps):
             start = self._upload(buffer.obs[t], buffer.action_mask[t])
             buffer.episode_start[t] = start
+            if self.teacher_np is not None:
+                buffer.teacher_actions[t] = torch.from_numpy(self.teacher_np)
             if buffer.is_chunk_start(t):
                 buffer.store_chunk_hidden(t, self.hidden)
             logits, value, new_hidden = self.policy(
@@ -124,6 +128,7 @@ class RolloutCollector:
             )
 
             self.obs_np, self.mask_np = self.adapter.batch(obs)
+            self.teacher_np = self.adapter.teacher(obs)
             self.hidden = new_hidden
             if same_step:
                 self.episode_start_np = done.copy()

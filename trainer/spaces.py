@@ -1,8 +1,9 @@
 """Turn Gymnasium observations into the policy's ``(obs [N, D] float32, mask [N, A] bool)``.
 
 Supported single-env observation spaces: ``Box`` (flattened), ``Discrete`` (one-hot) and
-``Dict(observation=Box|Discrete, action_mask=Box)``. The action space must be ``Discrete``;
-without an ``action_mask`` every action is legal.
+``Dict(observation=Box|Discrete, action_mask=Box)``, optionally with ``teacher_action``
+(a teacher's action per step, ``-1`` for none; the kickstarting target). The action space
+must be ``Discrete``; without an ``action_mask`` every action is legal.
 """
 
 from __future__ import annotations
@@ -21,14 +22,18 @@ class ObsAdapter:
             raise ValueError(f"the trainer needs a Discrete action space, got {action_space}")
         self.n_actions = int(action_space.n)
         self.has_mask = False
+        self.has_teacher = False
         obs_space = observation_space
         if isinstance(observation_space, spaces.Dict):
             keys = set(observation_space.spaces)
-            if keys != {"observation", "action_mask"}:
+            if not {"observation", "action_mask"} <= keys <= {
+                "observation", "action_mask", "teacher_action"
+            }:
                 raise ValueError(
-                    "a Dict observation space must have exactly the keys 'observation' and "
-                    f"'action_mask', got {sorted(keys)}"
+                    "a Dict observation space must have the keys 'observation' and "
+                    f"'action_mask' (and optionally 'teacher_action'), got {sorted(keys)}"
                 )
+            self.has_teacher = "teacher_action" in keys
             mask_space = observation_space["action_mask"]
             if mask_space.shape != (self.n_actions,):
                 raise ValueError(
@@ -61,6 +66,12 @@ class ObsAdapter:
         else:
             mask = np.ones((n, self.n_actions), dtype=bool)
         return flat, mask
+
+    def teacher(self, obs: Any) -> np.ndarray | None:
+        """The teacher's actions ``[N]`` int64 (-1: none), or None without a teacher."""
+        if not self.has_teacher:
+            return None
+        return np.asarray(obs["teacher_action"]).reshape(-1).astype(np.int64, copy=False)
 
     def single(self, obs: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(obs [D], mask [A])`` for one env's observation (e.g. a ``final_obs``)."""

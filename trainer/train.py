@@ -43,6 +43,8 @@ from trainer.spaces import ObsAdapter
 
 log = logging.getLogger(__name__)
 
+KICKSTART_COLUMNS = ("kickstart_coef", "kickstart_loss", "teacher_agreement")
+
 
 @contextlib.contextmanager
 def _sigint_ignored() -> Iterator[None]:
@@ -108,6 +110,10 @@ class Trainer:
             self.adapter = ObsAdapter(
                 self.envs.single_observation_space, self.envs.single_action_space
             )
+            if cfg.algo.kickstart_coef > 0 and not self.adapter.has_teacher:
+                raise ValueError(
+                    "algo.kickstart_coef > 0 needs a teacher: set env.teacher (e.g. heuristic)"
+                )
             self.policy = build_policy(self.adapter.obs_dim, self.adapter.n_actions, cfg.model)
             self.policy.to(self.device)
             self.optimizer = torch.optim.Adam(
@@ -184,6 +190,14 @@ class Trainer:
             return self.cfg.algo.lr
         return self.cfg.algo.lr * max(1.0 - self.global_step / self.cfg.total_steps, 0.0)
 
+    def kickstart_coef(self) -> float:
+        """The kickstarting weight now: ``kickstart_coef`` decayed linearly to zero over
+        ``kickstart_steps`` env steps (``0``: constant)."""
+        algo = self.cfg.algo
+        if algo.kickstart_steps <= 0:
+            return algo.kickstart_coef
+        return algo.kickstart_coef * max(1.0 - self.global_step / algo.kickstart_steps, 0.0)
+
     def train_iteration(self) -> dict[str, Any]:
         """One rollout and one PPO update; returns the metrics row."""
         algo = self.cfg.algo
@@ -196,9 +210,17 @@ class Trainer:
         self.buffer.compute_returns(algo.gamma, algo.gae_lambda)
         t1 = time.perf_counter()
         self.policy.train()
+        kickstart = self.kickstart_coef()
         update = ppo_update(
-            self.policy, self.optimizer, self.buffer.chunks(), algo, autocast_bf16=self.bf16
+            self.policy,
+            self.optimizer,
+            self.buffer.chunks(),
+            algo,
+            autocast_bf16=self.bf16,
+            kickstart_coef=kickstart,
         )
+        if self.adapter.has_teacher:
+            update["kickstart_coef"] = kickstart
         t2 = time.perf_counter()
         steps = algo.rollout_steps * self.envs.num_envs
         self.global_step += steps
@@ -225,7 +247,11 @@ class Trainer:
         metrics = MetricsLogger(
             self.run_dir,
             tensorboard=self.cfg.tensorboard,
-            extra_columns=(*self.envs.columns, *self.evaluator.columns()),
+            extra_columns=(
+                *self.envs.columns,
+                *self.evaluator.columns(),
+                *(KICKSTART_COLUMNS if self.adapter.has_teacher else ()),
+            ),
         )
         progress = ConsoleProgress(self.cfg.total_steps, self.global_step)
         start = time.perf_counter()
