@@ -150,6 +150,7 @@ def _start_endless_run(tmp_path: Path) -> subprocess.Popen:
 def _assert_final_checkpoint(tmp_path: Path, returncode: int, out: str) -> None:
     assert returncode == 130, out[-3000:]
     assert "interrupted at step" in out
+    assert "Traceback" not in out and "closing envs failed" not in out, out[-3000:]
     rows = read_metrics(tmp_path)
     ckpt = load_checkpoint(tmp_path)
     assert ckpt["global_step"] >= int(rows[-1]["global_step"]) >= 64

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -17,14 +18,21 @@ from trainer.config import ConfigError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 log = logging.getLogger("trainer")
+_MAIN_PID = os.getpid()
 
 
 def _interrupt(signum: int, frame: object) -> None:
     """Ctrl-C or SIGTERM (a scheduler, ``kill``): stop with a final checkpoint, envs closed.
 
     Only the first signal interrupts; later ones are ignored so that they cannot break the
-    final save or the clean-up on the way out.
+    final save or the clean-up on the way out. A forked env worker (Gymnasium's default
+    context for ``env=gym``) inherits this handler: there the signal keeps its default
+    meaning, so the trainer can terminate its workers quietly.
     """
+    if os.getpid() != _MAIN_PID:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt

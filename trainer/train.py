@@ -274,6 +274,7 @@ class Trainer:
                 ):
                     log.info("iter %d | %s", self.iteration, summary_line(row))
         except KeyboardInterrupt:
+            self._interrupted = True
             with _sigint_ignored():  # a second Ctrl-C must not break the final save
                 progress.stop()
                 path = self.save()
@@ -288,9 +289,14 @@ class Trainer:
         return row
 
     def close(self) -> None:
+        """Close the envs; after an interrupt the workers are terminated, not waited for
+        (a step may be pending, and Ctrl-C may have reached them too)."""
         if self._owns_envs and getattr(self, "envs", None) is not None:
             try:
-                self.envs.close()
+                if getattr(self, "_interrupted", False):
+                    self.envs.close(terminate=True)
+                else:
+                    self.envs.close()
             except Exception as exc:  # a worker that died on Ctrl-C must not hide the real error
                 log.warning("closing envs failed: %s", exc)
             self.envs = None
