@@ -276,7 +276,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="measured seconds per N, for the env and again for the ceiling")
     parser.add_argument("--rounds", type=int, default=4,
                         help="alternate env and ceiling slices this many times (medians)")
-    parser.add_argument("--warmup", type=float, default=5.0, help="unmeasured seconds first")
+    parser.add_argument("--warmup", type=float, default=5.0,
+                        help="unmeasured seconds of each env before its rounds")
+    parser.add_argument("--ceiling-warmup", type=float, default=60.0,
+                        help="unmeasured seconds of the ceiling at start (its turns/s still "
+                             "rises for about a minute on a quiet 2-core VM)")
     parser.add_argument("--backend", default="direct,server",
                         help="comma-separated backends (direct, server)")
     parser.add_argument("--servers", type=int, default=1, help="Showdown servers (server backend)")
@@ -297,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     if not sizes or min(sizes) < 1:
         parser.error("--num-envs needs positive integers")
     ceiling = None if args.no_ceiling else Ceiling(args.sim_procs, args.battle_format,
-                                                     args.warmup)
+                                                     args.ceiling_warmup)
     try:
         for backend in backends:
             for num_envs in sizes:

@@ -73,7 +73,8 @@ def test_sim_ceiling_script_rejects_bad_arguments() -> None:
 def test_bench_env_prints_one_json_line_per_backend_and_size() -> None:
     out = subprocess.run(
         [sys.executable, str(SCRIPT), "--num-envs", "1", "--backend", "direct",
-         "--seconds", "2", "--rounds", "2", "--warmup", "1", "--sim-procs", "1",
+         "--seconds", "2", "--rounds", "2", "--warmup", "1", "--ceiling-warmup", "1",
+         "--sim-procs", "1",
          "--sim-hosts", "1"],
         capture_output=True, text=True, timeout=300, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
