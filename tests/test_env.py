@@ -139,9 +139,12 @@ def test_max_turns_truncates_and_the_next_reset_forfeits(showdown_server, tmp_pa
         assert truncated and info["battle_tag"] != first
     finally:
         env.close()
-    # the first battle was forfeited by the second reset; its recording replays to a loss
+    # the first battle was forfeited by the second reset; its recording replays to a loss:
+    # every step answered a turn-1 request (a faint or U-turn adds one), the turn-2 request
+    # was left unanswered
     decisions, battle = replay_decisions(tmp_path / f"{first}.jsonl", lambda b: b.turn)
-    assert decisions[:2] == [1, 2] and battle.finished and battle.lost
+    assert decisions == [1] * steps + [2], (steps, decisions)
+    assert battle.finished and battle.lost
 
 
 @pytest.mark.integration
