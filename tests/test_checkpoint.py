@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import gymnasium
+import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -19,6 +21,7 @@ from memory_env import MEMORY_OVERRIDES, register_memory_env
 from trainer.__main__ import CONF_DIR
 from trainer.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from trainer.config import ConfigError
+from trainer.envs import terminate_envs
 from trainer.policy import load_policy
 from trainer.train import train
 
@@ -190,3 +193,19 @@ def test_sigterm_saves_a_final_checkpoint_and_closes_workers(tmp_path: Path) -> 
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     _assert_final_checkpoint(tmp_path, proc.returncode, out)
+
+
+def test_terminate_envs_does_not_wait_for_a_step_whose_workers_are_gone() -> None:
+    # What Ctrl-C leaves behind: a step in flight and workers already dead. Gymnasium's own
+    # close(terminate=True) would read that step's replies from the dead pipes (EOFError).
+    envs = gymnasium.vector.AsyncVectorEnv(
+        [lambda: gymnasium.make("CartPole-v1")] * 2, context="spawn"
+    )
+    envs.reset(seed=0)
+    envs.step_async(np.zeros(2, dtype=np.int64))
+    for process in envs.processes:
+        os.kill(process.pid, signal.SIGKILL)
+        process.join(10)
+    terminate_envs(envs)
+    assert envs.closed
+    assert not any(process.is_alive() for process in envs.processes)

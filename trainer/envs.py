@@ -6,7 +6,8 @@ import logging
 from pathlib import Path
 
 import gymnasium as gym
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
+from gymnasium.vector.async_vector_env import AsyncState
 
 from trainer.config import EnvConfig, GymEnvConfig, ShowdownEnvConfig
 
@@ -33,6 +34,23 @@ def autoreset_mode(envs: VectorEnv) -> AutoresetMode:
     if mode == AutoresetMode.DISABLED:
         raise ValueError("vector envs with autoreset disabled are not supported")
     return mode
+
+
+def terminate_envs(envs: VectorEnv) -> None:
+    """Close ``envs`` at once after an interrupt, without waiting for a pending step.
+
+    Ctrl-C reaches the whole process group, so async workers may already be gone with a
+    step in flight; Gymnasium's ``close(terminate=True)`` would still read that step's
+    replies from their dead pipes (EOFError) and leave the env half closed. The workers
+    are terminated first and the pending call dropped.
+    """
+    base = envs.unwrapped
+    if isinstance(base, AsyncVectorEnv) and base._state != AsyncState.DEFAULT:
+        for process in base.processes:
+            if process.is_alive():
+                process.terminate()
+        base._state = AsyncState.DEFAULT  # nothing to wait for: its workers are gone
+    envs.close(terminate=True)
 
 
 def _make_gym(cfg: GymEnvConfig) -> VectorEnv:

@@ -32,7 +32,7 @@ from trainer.checkpoint import (
 )
 from trainer.config import ConfigError, TrainConfig, to_train_config
 from trainer.device import resolve_device
-from trainer.envs import make_envs
+from trainer.envs import make_envs, terminate_envs
 from trainer.evaluate import PeriodicEvaluator
 from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
 from trainer.policy import build_policy, policy_spec
@@ -294,7 +294,7 @@ class Trainer:
         if self._owns_envs and getattr(self, "envs", None) is not None:
             try:
                 if getattr(self, "_interrupted", False):
-                    self.envs.close(terminate=True)
+                    terminate_envs(self.envs)
                 else:
                     self.envs.close()
             except Exception as exc:  # a worker that died on Ctrl-C must not hide the real error
