@@ -22,6 +22,7 @@ from trainer.__main__ import CONF_DIR
 from trainer.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from trainer.config import ConfigError
 from trainer.envs import terminate_envs
+from trainer.metrics import MetricsLogger
 from trainer.policy import load_policy
 from trainer.train import train
 
@@ -209,3 +210,21 @@ def test_terminate_envs_does_not_wait_for_a_step_whose_workers_are_gone() -> Non
     terminate_envs(envs)
     assert envs.closed
     assert not any(process.is_alive() for process in envs.processes)
+
+
+def test_resumed_metrics_with_new_columns_keep_every_row_under_its_header(tmp_path: Path) -> None:
+    # e.g. a run resumed with a teacher or another opponent: rows must not shift columns
+    first = MetricsLogger(tmp_path, tensorboard=False, extra_columns=("win_rate/random",))
+    first.write({"iteration": 1, "global_step": 64, "win_rate/random": 0.5})
+    first.close()
+    second = MetricsLogger(
+        tmp_path, tensorboard=False, extra_columns=("win_rate/heuristic", "win_rate/random")
+    )
+    second.write({"iteration": 2, "global_step": 128, "win_rate/heuristic": 0.25,
+                  "win_rate/random": 0.75})
+    second.close()
+    rows = read_metrics(tmp_path)
+    assert [(r["global_step"], r["win_rate/random"], r["win_rate/heuristic"]) for r in rows] == [
+        ("64", "0.5", ""), ("128", "0.75", "0.25")
+    ]
+    assert not list(tmp_path.glob("*.tmp"))

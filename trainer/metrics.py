@@ -53,6 +53,8 @@ class MetricsLogger:
         self.columns = (*COLUMNS, *extra_columns)
         self.path = Path(run_dir) / "metrics.csv"
         new_file = not self.path.exists() or self.path.stat().st_size == 0
+        if not new_file:
+            self._widen_header()
         self._file = self.path.open("a", newline="")
         self._csv = csv.DictWriter(self._file, fieldnames=self.columns, extrasaction="ignore")
         if new_file:
@@ -63,6 +65,24 @@ class MetricsLogger:
             from torch.utils.tensorboard import SummaryWriter
 
             self._tb = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
+
+    def _widen_header(self) -> None:
+        """A resumed run may log other columns (a new opponent, evaluation on or off): keep
+        the file's columns in their order, add the new ones, and rewrite it if that changed
+        anything, so that every row stays under its header."""
+        with self.path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            old = tuple(reader.fieldnames or ())
+            rows = list(reader)
+        self.columns = (*old, *(c for c in self.columns if c not in old))
+        if self.columns == old:
+            return
+        tmp = self.path.with_suffix(".csv.tmp")
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self.columns)
+            writer.writeheader()
+            writer.writerows(rows)
+        tmp.replace(self.path)
 
     def write(self, row: dict[str, Any]) -> None:
         self._csv.writerow({k: ("" if _is_nan(row.get(k)) else row.get(k)) for k in self.columns})
