@@ -276,8 +276,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="measured seconds per N, for the env and again for the ceiling")
     parser.add_argument("--rounds", type=int, default=4,
                         help="alternate env and ceiling slices this many times (medians)")
-    parser.add_argument("--warmup", type=float, default=5.0,
-                        help="unmeasured seconds of each env before its rounds")
+    parser.add_argument("--warmup", type=float, default=60.0,
+                        help="unmeasured seconds of each env before its rounds (its Node "
+                             "hosts or servers warm up like the ceiling: about a minute)")
     parser.add_argument("--ceiling-warmup", type=float, default=60.0,
                         help="unmeasured seconds of the ceiling at start (its turns/s still "
                              "rises for about a minute on a quiet 2-core VM)")
