@@ -8,9 +8,10 @@ encoded in order with ``RichEncoder`` (one encoder per player, kept across battl
 in an env worker) and each encode is timed (wall clock and thread CPU time).
 
 The encoding runs in ``--rounds`` slices alternating with slices of the raw simulator
-(``mapleenv/js/sim_ceiling.js``: one Node process, random-vs-random in-process), so the
-encode time is read against the simulator's cost per turn under the same machine load;
-the JSON gives both and the median of the per-round ratios.
+(``mapleenv/js/sim_ceiling.js``: one Node process, random-vs-random in-process, warmed
+for ``--sim-warmup`` s first, as in ``bench_env.py``), so the encode time is read against
+the simulator's CPU time per turn under the same machine load; the JSON gives both and
+the median of the per-round ratios.
 
     python scripts/bench_encoder.py --battles 100 --players random
 """
@@ -23,7 +24,6 @@ import copy
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,15 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_env import Ceiling  # this folder (scripts/) is on sys.path when run as a script
 from poke_env.battle import AbstractBattle
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.player.battle_order import BattleOrder
 
 from mapleenv.features.encoder import RichEncoder
-from mapleenv.server import ShowdownServer, external_server, find_node, find_showdown
+from mapleenv.server import ShowdownServer, external_server, find_showdown
 
-REPO = Path(__file__).resolve().parent.parent
-SIM_CEILING_JS = REPO / "mapleenv" / "js" / "sim_ceiling.js"
 PLAYERS: dict[str, type[Player]] = {
     "random": RandomPlayer, "max_power": MaxBasePowerPlayer, "heuristic": SimpleHeuristicsPlayer}
 
@@ -66,16 +65,6 @@ def stats_us(ns: np.ndarray) -> dict[str, float]:
         return {}
     return {"median": round(float(np.median(us)), 1), "p90": round(float(np.percentile(us, 90)), 1),
             "p99": round(float(np.percentile(us, 99)), 1), "mean": round(float(us.mean()), 1)}
-
-
-def sim_turn_us(seconds: float) -> float:
-    """Microseconds per simulator turn, one Node process running random battles."""
-    run = subprocess.run([find_node(), str(SIM_CEILING_JS), "--seconds", str(seconds),
-                          "--warmup", "1"], capture_output=True, text=True, cwd=REPO,
-                         timeout=seconds + 120)
-    if run.returncode != 0:
-        raise RuntimeError(f"sim_ceiling.js failed: {run.stderr.strip()}")
-    return 1e6 / json.loads(run.stdout.strip().splitlines()[-1])["turns_per_s"]
 
 
 class Timer:
@@ -119,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="encode slices alternating with simulator slices")
     parser.add_argument("--sim-seconds", type=float, default=4.0,
                         help="seconds of simulator timing per round (0: skip)")
+    parser.add_argument("--sim-warmup", type=float, default=60.0,
+                        help="unmeasured seconds of the simulator before the first round")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
 
@@ -141,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     sequence = [(p.username, b) for p in players for b in p.states]
 
     timer = Timer()
+    ceiling = Ceiling(1, warmup=args.sim_warmup) if args.sim_seconds > 0 else None
     load_before = os.getloadavg()
     rounds = []
     for r in range(args.rounds):
@@ -150,11 +142,13 @@ def main(argv: list[str] | None = None) -> int:
             timer.encode(owner, battle)
         encode_median = float(np.median(timer.wall_ns[start:])) / 1e3
         entry: dict[str, Any] = {"encode_median_us": round(encode_median, 1)}
-        if args.sim_seconds > 0:
-            sim = sim_turn_us(args.sim_seconds)
+        if ceiling is not None:
+            sim = 1e3 * ceiling.measure(args.sim_seconds)["sim_cpu_ms_per_turn"]
             entry.update(sim_us_per_turn=round(sim, 1), ratio=round(encode_median / sim, 3))
         rounds.append(entry)
     load_after = os.getloadavg()
+    if ceiling is not None:
+        ceiling.close()
 
     wall = np.asarray(timer.wall_ns, np.int64)
     cpu = np.asarray(timer.cpu_ns, np.int64)
