@@ -77,7 +77,9 @@ class Timer:
         self.calls: list[int] = []
 
     def encode(self, owner: str, battle: AbstractBattle) -> None:
-        encoder = self.encoders.setdefault(owner, RichEncoder())
+        encoder = self.encoders.get(owner)
+        if encoder is None:  # (setdefault would build a new encoder on every call)
+            encoder = self.encoders[owner] = RichEncoder()
         calls = encoder.damage.calls
         cpu = time.thread_time_ns()
         wall = time.perf_counter_ns()
