@@ -37,6 +37,16 @@ def smooth(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
+def training_minutes(wall_s: np.ndarray) -> float:
+    """Minutes of training in all: ``wall_s`` restarts from 0 in each resumed segment, so
+    the last value of every segment is added up."""
+    wall = wall_s[~np.isnan(wall_s)]
+    if not len(wall):
+        return float("nan")
+    segment_ends = np.append(wall[1:] < wall[:-1], True)
+    return float(wall[segment_ends].sum()) / 60
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("metrics", type=Path, help="a run's metrics.csv")
@@ -72,10 +82,10 @@ def main() -> None:
     bottom.set_xlabel("env steps")
     bottom.grid(alpha=0.3)
     bottom.legend(loc="lower right")
-    wall = _column(rows, "wall_s")
+    minutes = training_minutes(_column(rows, "wall_s"))
     name = args.metrics.parent.name if args.metrics.name == "metrics.csv" else args.metrics.stem
     fig.suptitle(f"{name}: {int(steps[-1]):,} steps"
-                 + (f", {wall[-1] / 60:.0f} min" if not np.isnan(wall[-1]) else ""))
+                 + (f", {minutes:.0f} min" if not np.isnan(minutes) else ""))
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=100)

@@ -34,3 +34,18 @@ def test_plot_writes_a_png_and_the_smoothed_last_values(tmp_path: Path) -> None:
     means = result["last_window_means"]
     assert means["win_rate/random"] == 1.0 and means["win_rate/heuristic"] == 0.5
     assert means["episode_return"] == 0.85 and means["teacher_agreement"] == 0.425
+
+
+def test_training_minutes_add_up_resumed_segments() -> None:
+    import importlib.util
+
+    import numpy as np
+
+    script = ROOT / "scripts" / "plot_metrics.py"
+    spec = importlib.util.spec_from_file_location("plot_metrics", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # two segments (wall_s restarts on resume): 120 s + 60 s
+    wall = np.array([30.0, 120.0, 20.0, float("nan"), 60.0])
+    assert module.training_minutes(wall) == 3.0
+    assert np.isnan(module.training_minutes(np.array([float("nan")])))
