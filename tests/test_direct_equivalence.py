@@ -17,6 +17,7 @@ What is compared, and how:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -84,8 +85,9 @@ def _battle_log(server: ShowdownServer, battle_tag: str) -> dict[str, Any]:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         found = list(Path(server.log_dir).glob(f"**/logs/**/{name}"))
-        if found:
-            return json.loads(found[0].read_text())
+        if found:  # the server may still be writing it (seen in CI: an empty file)
+            with contextlib.suppress(json.JSONDecodeError):
+                return json.loads(found[0].read_text())
         time.sleep(0.1)
     raise AssertionError(f"no battle log {name} under {server.log_dir}")
 
