@@ -78,7 +78,8 @@ class DirectBattle:
         self.record = record
         self.input_log: list[str] = []
         self.output_log: list[tuple[str, str]] = []
-        self._ended = False
+        self._ended = False  # the simulator reported the battle's end
+        self._destroyed = False  # the host dropped the battle (ended or not)
 
     @property
     def agent_battle(self) -> Battle:
@@ -139,9 +140,13 @@ class DirectBattle:
             self._advance([">forcelose p1"])
 
     def close(self) -> None:
-        """Drop the battle from the host (the host itself stays up)."""
-        if not self._ended and self.host.alive():
-            self._ended = True
+        """Drop the battle from the host (the host itself stays up).
+
+        Ended battles are dropped too: the host keeps a finished battle's state until it is
+        destroyed (a host grew ~70 MB/min in training before this).
+        """
+        if not self._destroyed and self.host.alive():
+            self._destroyed = True
             try:
                 self.host.send(self.battle_id, ["destroy"])
             except SimHostError:
