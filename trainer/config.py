@@ -73,13 +73,17 @@ class GymEnvConfig(EnvConfig):
 class ModelConfig:
     """Actor-critic network; ``kind=mlp`` ignores the recurrent fields."""
 
-    kind: str = "lstm"  # lstm | mlp
+    kind: str = "lstm"  # lstm | mlp | attention
     encoder_sizes: list[int] = field(default_factory=lambda: [256])
     hidden_size: int = 256
     num_layers: int = 1
     head_sizes: list[int] = field(default_factory=list)
     shared_trunk: bool = True
     activation: str = "tanh"  # tanh | relu
+    # attention (needs env.encoder=rich): token width, transformer layers and heads
+    token_size: int = 128
+    attention_layers: int = 2
+    attention_heads: int = 4
 
 
 @dataclass
@@ -104,9 +108,12 @@ class PPOConfig:
     target_kl: float | None = None
     bf16: bool = False  # bf16 autocast for the update, CUDA only
     # kickstarting: + coef * cross-entropy toward env.teacher's actions, the coef decayed
-    # linearly to 0 over kickstart_steps env steps (0: constant); 0 = off
+    # linearly to 0 from bc_steps to kickstart_steps env steps (0: constant); 0 = off
     kickstart_coef: float = 0.0
     kickstart_steps: int = 0
+    # behaviour cloning: for the first bc_steps env steps the update is the kickstarting
+    # cross-entropy (weight kickstart_coef) and the value loss only, no policy gradient
+    bc_steps: int = 0
 
 
 @dataclass
@@ -201,7 +208,18 @@ def _check_values(cfg: TrainConfig) -> list[str]:
             not isinstance(e, GymEnvConfig) or e.vectorization in ("sync", "async"),
             f"env.vectorization must be sync|async, got {getattr(e, 'vectorization', None)!r}",
         ),
-        (m.kind in ("lstm", "mlp"), f"model.kind must be lstm|mlp, got {m.kind!r}"),
+        (
+            m.kind in ("lstm", "mlp", "attention"),
+            f"model.kind must be lstm|mlp|attention, got {m.kind!r}",
+        ),
+        (
+            m.token_size >= 1
+            and m.attention_layers >= 1
+            and m.attention_heads >= 1
+            and m.token_size % m.attention_heads == 0,
+            "model.token_size must be a multiple of model.attention_heads (both >= 1) "
+            "and model.attention_layers >= 1",
+        ),
         (
             m.activation in ("tanh", "relu"),
             f"model.activation must be tanh|relu, got {m.activation!r}",
@@ -213,12 +231,16 @@ def _check_values(cfg: TrainConfig) -> list[str]:
         (a.epochs >= 1 and a.num_minibatches >= 1, "algo.epochs and num_minibatches must be >= 1"),
         (a.lr > 0, "algo.lr must be > 0"),
         (
-            a.kickstart_coef >= 0 and a.kickstart_steps >= 0,
-            "algo.kickstart_coef and kickstart_steps must be >= 0",
+            a.kickstart_coef >= 0 and a.kickstart_steps >= 0 and a.bc_steps >= 0,
+            "algo.kickstart_coef, kickstart_steps and bc_steps must be >= 0",
         ),
         (
             a.kickstart_coef == 0 or getattr(e, "teacher", None) is not None,
             "algo.kickstart_coef > 0 needs env.teacher (e.g. env.teacher=heuristic)",
+        ),
+        (
+            a.bc_steps == 0 or a.kickstart_coef > 0,
+            "algo.bc_steps > 0 needs algo.kickstart_coef > 0 (the cloning loss's weight)",
         ),
         (
             0 <= a.gamma <= 1 and 0 <= a.gae_lambda <= 1,

@@ -160,12 +160,17 @@ class ActorCritic(nn.Module):
         return logits, value, new_hidden
 
 
-def build_policy(obs_dim: int, n_actions: int, model_cfg: ModelConfig | Any) -> ActorCritic:
-    """Build a policy from a ``ModelConfig`` or a mapping with its fields."""
+def build_policy(obs_dim: int, n_actions: int, model_cfg: ModelConfig | Any) -> nn.Module:
+    """Build a policy from a ``ModelConfig`` or a mapping with its fields (``model.kind``:
+    lstm | mlp -> :class:`ActorCritic`, attention -> ``AttentionActorCritic``)."""
     if not isinstance(model_cfg, ModelConfig):
         if isinstance(model_cfg, DictConfig):
             model_cfg = OmegaConf.to_container(model_cfg, resolve=True)
         model_cfg = ModelConfig(**dict(model_cfg))
+    if model_cfg.kind == "attention":
+        from trainer.policies.attention import AttentionActorCritic
+
+        return AttentionActorCritic(obs_dim, n_actions, model_cfg)
     return ActorCritic(obs_dim, n_actions, model_cfg)
 
 
