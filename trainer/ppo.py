@@ -76,9 +76,13 @@ def ppo_update(
     generator: torch.Generator | None = None,
     autocast_bf16: bool = False,
     kickstart_coef: float = 0.0,
+    pg_coef: float = 1.0,
 ) -> dict[str, float]:
     """Run ``cfg.epochs`` epochs of minibatches of chunks; returns mean statistics
-    (with ``kickstart_loss`` and ``teacher_agreement`` when the batch has teacher actions)."""
+    (with ``kickstart_loss`` and ``teacher_agreement`` when the batch has teacher actions).
+
+    ``pg_coef`` scales the policy-gradient and entropy terms (0: behaviour cloning only,
+    the kickstarting cross-entropy and the value loss)."""
     num_chunks = batch.num_chunks
     num_mb = max(1, min(cfg.num_minibatches, num_chunks))
     advantages = batch.advantages
@@ -124,7 +128,7 @@ def ppo_update(
                 v_loss = torch.max(v_loss, (v_clipped - returns) ** 2)
             v_loss = 0.5 * _masked_mean(v_loss, valid, count)
             entropy = _masked_mean(out.entropy, valid, count)
-            loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
+            loss = pg_coef * (pg_loss - cfg.ent_coef * entropy) + cfg.vf_coef * v_loss
             extra: list[tuple[str, torch.Tensor]] = []
             if with_teacher:
                 taught = valid * has_teacher[:, idx]

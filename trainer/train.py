@@ -191,12 +191,14 @@ class Trainer:
         return self.cfg.algo.lr * max(1.0 - self.global_step / self.cfg.total_steps, 0.0)
 
     def kickstart_coef(self) -> float:
-        """The kickstarting weight now: ``kickstart_coef`` decayed linearly to zero over
-        ``kickstart_steps`` env steps (``0``: constant)."""
+        """The kickstarting weight now: ``kickstart_coef`` during the ``bc_steps`` cloning
+        phase, then decayed linearly from there to zero at ``kickstart_steps`` env steps (``0``:
+        constant)."""
         algo = self.cfg.algo
-        if algo.kickstart_steps <= 0:
+        if algo.kickstart_steps <= 0 or self.global_step < algo.bc_steps:
             return algo.kickstart_coef
-        return algo.kickstart_coef * max(1.0 - self.global_step / algo.kickstart_steps, 0.0)
+        span = max(algo.kickstart_steps - algo.bc_steps, 1)
+        return algo.kickstart_coef * max(1.0 - (self.global_step - algo.bc_steps) / span, 0.0)
 
     def train_iteration(self) -> dict[str, Any]:
         """One rollout and one PPO update; returns the metrics row."""
@@ -211,6 +213,7 @@ class Trainer:
         t1 = time.perf_counter()
         self.policy.train()
         kickstart = self.kickstart_coef()
+        cloning = self.global_step < algo.bc_steps
         update = ppo_update(
             self.policy,
             self.optimizer,
@@ -218,6 +221,7 @@ class Trainer:
             algo,
             autocast_bf16=self.bf16,
             kickstart_coef=kickstart,
+            pg_coef=0.0 if cloning else 1.0,
         )
         if self.adapter.has_teacher:
             update["kickstart_coef"] = kickstart
