@@ -1,0 +1,93 @@
+"""Learning curves of several runs on one PNG, to compare recipe or model variants.
+
+    python scripts/compare_runs.py attention=runs/att/metrics.csv lstm=runs/lstm/metrics.csv \
+        --out docs/img/recipe.png
+
+One panel per curve (win rate against each opponent the runs share, teacher agreement),
+every run a line in each, against env steps; the x axis can be training minutes instead
+(``--x minutes``). Curves are smoothed like ``plot_metrics.py``. Prints, per run, the last
+window's means and the steps and minutes reached, as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plot_metrics import _column, plt, smooth  # noqa: E402
+
+
+def _minutes(wall_s: np.ndarray) -> np.ndarray:
+    """Training minutes at every row (``wall_s`` restarts in each resumed segment)."""
+    wall = np.nan_to_num(wall_s, nan=0.0)
+    restarts = np.append(False, wall[1:] < wall[:-1])
+    offset = np.cumsum(np.where(restarts, np.append(0.0, wall[:-1]), 0.0))
+    return (wall + offset) / 60
+
+
+def _run(spec: str) -> tuple[str, list[dict[str, str]]]:
+    label, sep, path = spec.partition("=")
+    if not sep or not label or not path:
+        raise SystemExit(f"expected LABEL=PATH/metrics.csv, got {spec!r}")
+    metrics = Path(path)
+    if metrics.is_dir():
+        metrics = metrics / "metrics.csv"
+    if not metrics.is_file():
+        raise SystemExit(f"{label}: no metrics file at {metrics}")
+    with metrics.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise SystemExit(f"{label}: {metrics} has no rows")
+    return label, rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", help="LABEL=PATH (a metrics.csv or its run dir)")
+    parser.add_argument("--out", type=Path, required=True, help="PNG to write")
+    parser.add_argument("--window", type=int, default=20, help="moving-average iterations")
+    parser.add_argument("--x", choices=("steps", "minutes"), default="steps",
+                        help="x axis: env steps or training minutes")
+    args = parser.parse_args(argv)
+
+    runs = [_run(spec) for spec in args.runs]
+    keys = [k for k in runs[0][1][0] if k.startswith("win_rate/")] or ["win_rate"]
+    keys = [k for k in keys if all(k in rows[0] for _, rows in runs)]
+    if any("teacher_agreement" in rows[0] for _, rows in runs):
+        keys.append("teacher_agreement")
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.6 * len(keys)), sharex=True,
+                             squeeze=False)
+    summary: dict[str, dict[str, float]] = {}
+    for label, rows in runs:
+        steps = _column(rows, "global_step")
+        minutes = _minutes(_column(rows, "wall_s"))
+        x = steps if args.x == "steps" else minutes
+        summary[label] = {"steps": int(steps[-1]), "minutes": round(float(minutes[-1]), 1)}
+        for ax, key in zip(axes[:, 0], keys, strict=True):
+            if key not in rows[0]:
+                continue
+            curve = smooth(_column(rows, key), args.window)
+            ax.plot(x, curve, label=label)
+            summary[label][key] = round(float(curve[-1]), 3)
+    for ax, key in zip(axes[:, 0], keys, strict=True):
+        ax.set_ylabel(key.removeprefix("win_rate/"))
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    axes[-1, 0].set_xlabel("env steps" if args.x == "steps" else "training minutes")
+    fig.suptitle(f"smoothed over {args.window} iterations")
+    fig.tight_layout()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.out, dpi=100)
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
