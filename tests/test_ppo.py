@@ -123,6 +123,31 @@ def test_kickstarting_pulls_the_policy_toward_the_teacher() -> None:
     assert all(torch.equal(a, b) for a, b in zip(before, policy.parameters(), strict=True))
 
 
+def test_cloning_trains_on_the_teacher_and_ignores_the_advantages() -> None:
+    """pg_coef=0 (algo.bc_steps): the same update whatever the advantages; pg_coef=1 differs."""
+    policy, buffer = collect(24, 8)
+    buffer.teacher_actions.fill_(1)
+    start = {k: v.clone() for k, v in policy.state_dict().items()}
+    cfg = PPOConfig(epochs=2, num_minibatches=2)
+
+    def update(advantages: torch.Tensor, pg_coef: float) -> list[torch.Tensor]:
+        policy.load_state_dict(start)
+        buffer.advantages.copy_(advantages)
+        optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+        stats = ppo_update(policy, optimizer, buffer.chunks(), cfg,
+                           generator=torch.Generator().manual_seed(0), kickstart_coef=1.0,
+                           pg_coef=pg_coef)
+        assert stats["kickstart_loss"] > 0
+        return [p.detach().clone() for p in policy.parameters()]
+
+    adv = torch.randn_like(buffer.advantages)
+    cloned = update(adv, 0.0)
+    assert all(torch.equal(a, b) for a, b in zip(cloned, update(-adv, 0.0), strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(cloned, start.values(), strict=True))
+    ppo = update(adv, 1.0)
+    assert not all(torch.equal(a, b) for a, b in zip(ppo, update(-adv, 1.0), strict=True))
+
+
 def test_no_teacher_no_kickstart_statistics() -> None:
     policy, buffer = collect(24, 8)
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,41 @@ def test_kickstarting_from_the_heuristic_teacher(tmp_path: Path) -> None:
     assert [float(r["kickstart_coef"]) for r in rows] == [1.0, 0.5, 0.0]
     for r in rows:
         assert float(r["kickstart_loss"]) > 0 and 0 <= float(r["teacher_agreement"]) <= 1
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(400)
+def test_attention_policy_clones_then_trains_with_self_play(tmp_path: Path) -> None:
+    """model=attention on the rich encoder: a cloning phase, then PPO with the cloning loss
+    fading, snapshots of the attention policy playing in the env workers; its checkpoint
+    then plays the shipped LSTM agent head to head."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
+         "model=attention", "model.token_size=16", "model.attention_heads=2",
+         "env.encoder=rich", "env.teacher=heuristic", "env.opponent={random: 0.5, self: 0.5}",
+         "selfplay.every=1", "algo.kickstart_coef=1.0", "algo.bc_steps=32",
+         "algo.kickstart_steps=96", "tensorboard=false"],
+        cwd=ROOT, capture_output=True, text=True, timeout=380,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    with (tmp_path / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    # iteration 1 clones (step 0 < 32); then PPO, the weight fading from 1 at 32 to 0 at 96
+    assert [float(r["bc"]) for r in rows] == [1.0, 0.0, 0.0]
+    assert [float(r["kickstart_coef"]) for r in rows] == [1.0, 1.0, 0.5]
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt["policy"]["model"]["kind"] == "attention" and ckpt["selfplay"] is not None
+    out = tmp_path / "h2h"
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer.evaluate", f"checkpoint={tmp_path}",
+         f"opponents=[policy:{ROOT / 'models' / 'lstm_ppo_gen9random.pt'}]", "battles=2",
+         "num_envs=1", f"hydra.run.dir={out}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    result = json.loads((out / "evaluation.json").read_text())
+    (name, stats), = result["opponents"].items()
+    assert name.startswith("policy:") and stats["battles"] == 2
 
 
 def test_kickstarting_without_a_teacher_is_a_config_error(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ from trainer.spaces import ObsAdapter
 
 log = logging.getLogger(__name__)
 
-KICKSTART_COLUMNS = ("kickstart_coef", "kickstart_loss", "teacher_agreement")
+KICKSTART_COLUMNS = ("bc", "kickstart_coef", "kickstart_loss", "teacher_agreement")
 
 
 @contextlib.contextmanager
@@ -224,6 +224,7 @@ class Trainer:
             pg_coef=0.0 if cloning else 1.0,
         )
         if self.adapter.has_teacher:
+            update["bc"] = float(cloning)
             update["kickstart_coef"] = kickstart
         t2 = time.perf_counter()
         steps = algo.rollout_steps * self.envs.num_envs
