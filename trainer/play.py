@@ -28,6 +28,7 @@ local server (exit code 128 + signal).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import signal
@@ -81,13 +82,15 @@ def validate(cfg: PlayConfig) -> None:
     if cfg.mode == "challenge" and not cfg.opponent:
         raise PlayError("mode=challenge needs opponent=<username> (the user to challenge)")
     if cfg.mode == "ladder" and not cfg.username:
-        raise PlayError("mode=ladder needs username=<account> (and password= on the "
-                        "official server)")
+        raise PlayError(
+            "mode=ladder needs username=<account> (and password= on the official server)"
+        )
     if cfg.battles < 1:
         raise PlayError(f"battles must be >= 1, got {cfg.battles}")
     if not 1 <= cfg.max_concurrent_battles <= 16:
-        raise PlayError("max_concurrent_battles must be in 1..16, "
-                        f"got {cfg.max_concurrent_battles}")
+        raise PlayError(
+            f"max_concurrent_battles must be in 1..16, got {cfg.max_concurrent_battles}"
+        )
     name = cfg.username or DEFAULT_USERNAME
     if not 1 <= len(name) <= 18:
         raise PlayError(f"username must have 1..18 characters, got {name!r}")
@@ -115,14 +118,16 @@ def _make_player_class() -> type:
     class LivePolicyPlayer(PolicyOpponent):
         """A frozen Maple policy as a listening poke-env player (see module docs)."""
 
-        def __init__(self, *args: Any, on_result: Callable[[BattleResult], None] | None = None,
-                     **kwargs: Any):
+        def __init__(
+            self, *args: Any, on_result: Callable[[BattleResult], None] | None = None, **kwargs: Any
+        ):
             super().__init__(*args, **kwargs)  # PolicyOpponent: start_listening=False
             self.on_result = on_result
             self.results: list[BattleResult] = []
             client = self.ps_client
             client._listening_coroutine = asyncio.run_coroutine_threadsafe(
-                client.listen(), client.loop)
+                client.listen(), client.loop
+            )
 
         @property
         def listen_future(self) -> Future[Any]:
@@ -130,15 +135,15 @@ def _make_player_class() -> type:
 
         def choose_move(self, battle: AbstractBattle) -> BattleOrder:
             if battle.battle_tag not in self._states:
-                log.info("battle started: %s vs %s", battle.battle_tag,
-                         battle.opponent_username)
+                log.info("battle started: %s vs %s", battle.battle_tag, battle.opponent_username)
             return super().choose_move(battle)
 
         def _battle_finished_callback(self, battle: AbstractBattle) -> None:
             self._states.pop(battle.battle_tag, None)
             outcome = {True: "won", False: "lost"}.get(battle.won, "tie")  # type: ignore[arg-type]
-            result = BattleResult(battle.battle_tag, outcome, int(battle.turn),
-                                  battle.opponent_username)
+            result = BattleResult(
+                battle.battle_tag, outcome, int(battle.turn), battle.opponent_username
+            )
             self.results.append(result)
             if self.on_result is not None:
                 self.on_result(result)
@@ -146,8 +151,12 @@ def _make_player_class() -> type:
     return LivePolicyPlayer
 
 
-def build_player(cfg: PlayConfig, checkpoint: dict[str, Any], server_configuration: Any,
-                 on_result: Callable[[BattleResult], None] | None = None) -> Any:
+def build_player(
+    cfg: PlayConfig,
+    checkpoint: dict[str, Any],
+    server_configuration: Any,
+    on_result: Callable[[BattleResult], None] | None = None,
+) -> Any:
     """The listening policy player for ``checkpoint`` (connecting and logging in)."""
     from poke_env.ps_client import AccountConfiguration
 
@@ -158,12 +167,17 @@ def build_player(cfg: PlayConfig, checkpoint: dict[str, Any], server_configurati
     policy = FrozenPolicy.from_snapshot(checkpoint)
     player_class = _make_player_class()
     return player_class(
-        [policy], sample=cfg.sample, seed=cfg.seed, name=cfg.username or DEFAULT_USERNAME,
-        on_result=on_result, battle_format=battle_format,
-        account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME,
-                                                   cfg.password),
+        [policy],
+        sample=cfg.sample,
+        seed=cfg.seed,
+        name=cfg.username or DEFAULT_USERNAME,
+        on_result=on_result,
+        battle_format=battle_format,
+        account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME, cfg.password),
         server_configuration=server_configuration,
-        max_concurrent_battles=cfg.max_concurrent_battles, log_level=logging.WARNING)
+        max_concurrent_battles=cfg.max_concurrent_battles,
+        log_level=logging.WARNING,
+    )
 
 
 def wait_logged_in(player: Any, timeout: float = LOGIN_TIMEOUT) -> None:
@@ -173,19 +187,19 @@ def wait_logged_in(player: Any, timeout: float = LOGIN_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while not client.logged_in.is_set():
         if player.listen_future.done():
-            raise PlayError(f"could not connect to {client.websocket_url} "
-                            "(see the warnings above)")
+            raise PlayError(f"could not connect to {client.websocket_url} (see the warnings above)")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise PlayError(f"not logged in as {player.username!r} on {client.websocket_url} "
-                            f"after {timeout:.0f} s (name taken, wrong password, or server "
-                            "unreachable?)")
+            raise PlayError(
+                f"not logged in as {player.username!r} on {client.websocket_url} "
+                f"after {timeout:.0f} s (name taken, wrong password, or server "
+                "unreachable?)"
+            )
         waiter = asyncio.run_coroutine_threadsafe(
-            asyncio.wait_for(client.logged_in.wait(), min(remaining, 1.0)), client.loop)
-        try:
+            asyncio.wait_for(client.logged_in.wait(), min(remaining, 1.0)), client.loop
+        )
+        with contextlib.suppress(TimeoutError):
             waiter.result()
-        except TimeoutError:
-            pass
 
 
 def _mode_coroutine(player: Any, cfg: PlayConfig) -> Any:
@@ -213,12 +227,17 @@ def summary_line(results: list[BattleResult], username: str) -> str:
     lost = sum(r.result == "lost" for r in results)
     ties = len(results) - won - lost
     rate = f" ({won / len(results):.0%} won)" if results else ""
-    return (f"summary: {username} played {len(results)} battles: {won} won, {lost} lost, "
-            f"{ties} tied{rate}")
+    return (
+        f"summary: {username} played {len(results)} battles: {won} won, {lost} lost, "
+        f"{ties} tied{rate}"
+    )
 
 
-def run(cfg: PlayConfig, output_dir: str | Path,
-        on_ready: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def run(
+    cfg: PlayConfig,
+    output_dir: str | Path,
+    on_ready: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Play ``cfg.battles`` battles; returns (and writes) the results document.
 
     ``on_ready`` is called with ``{"username", "websocket_url", "browser_url"}`` once the
@@ -240,8 +259,15 @@ def run(cfg: PlayConfig, output_dir: str | Path,
 
     def on_result(result: BattleResult) -> None:
         results.append(result)
-        log.info("battle %d/%d %s: %s in %d turns vs %s", len(results), cfg.battles,
-                 result.battle_tag, result.result, result.turns, result.opponent)
+        log.info(
+            "battle %d/%d %s: %s in %d turns vs %s",
+            len(results),
+            cfg.battles,
+            result.battle_tag,
+            result.result,
+            result.turns,
+            result.opponent,
+        )
 
     server = None
     player = None
@@ -256,37 +282,56 @@ def run(cfg: PlayConfig, output_dir: str | Path,
             server = ShowdownServer(port=cfg.port, log_dir=output_dir / "showdown").start()
             server_configuration = server.server_configuration
             browser_url = f"http://localhost:{server.port}"
-            log.info("local Showdown server (pid %s) at %s: open %s in a browser",
-                     server.pid, server_configuration.websocket_url, browser_url)
+            log.info(
+                "local Showdown server (pid %s) at %s: open %s in a browser",
+                server.pid,
+                server_configuration.websocket_url,
+                browser_url,
+            )
         else:
             url = SERVER_ALIASES.get(cfg.server, cfg.server)
             server_configuration = external_server(url)
         player = build_player(cfg, checkpoint, server_configuration, on_result)
         wait_logged_in(player)
-        ready = {"username": username, "websocket_url": server_configuration.websocket_url,
-                 "browser_url": browser_url}
-        what = {"accept": "waiting for %d challenge(s) in %s%s",
-                "challenge": "challenging %s %d time(s) in %s",
-                "ladder": "searching %d ladder game(s) in %s"}[cfg.mode]
+        ready = {
+            "username": username,
+            "websocket_url": server_configuration.websocket_url,
+            "browser_url": browser_url,
+        }
+        what = {
+            "accept": "waiting for %d challenge(s) in %s%s",
+            "challenge": "challenging %s %d time(s) in %s",
+            "ladder": "searching %d ladder game(s) in %s",
+        }[cfg.mode]
         args: tuple[Any, ...] = {
-            "accept": (cfg.battles, player.format,
-                       f" from {cfg.opponent}" if cfg.opponent else " from anyone"),
+            "accept": (
+                cfg.battles,
+                player.format,
+                f" from {cfg.opponent}" if cfg.opponent else " from anyone",
+            ),
             "challenge": (cfg.opponent, cfg.battles, player.format),
-            "ladder": (cfg.battles, player.format)}[cfg.mode]
-        log.info("ready: logged in as %s on %s; " + what, username,
-                 server_configuration.websocket_url, *args)
+            "ladder": (cfg.battles, player.format),
+        }[cfg.mode]
+        log.info(
+            "ready: logged in as %s on %s; " + what,
+            username,
+            server_configuration.websocket_url,
+            *args,
+        )
         if on_ready is not None:
             on_ready(ready)
-        mode_future = asyncio.run_coroutine_threadsafe(_mode_coroutine(player, cfg),
-                                                       player.ps_client.loop)
+        mode_future = asyncio.run_coroutine_threadsafe(
+            _mode_coroutine(player, cfg), player.ps_client.loop
+        )
         while True:
             try:
                 mode_future.result(timeout=1.0)
                 break
             except TimeoutError:
                 if player.listen_future.done():
-                    raise PlayError(f"lost the connection to "
-                                    f"{server_configuration.websocket_url}") from None
+                    raise PlayError(
+                        f"lost the connection to {server_configuration.websocket_url}"
+                    ) from None
     except KeyboardInterrupt:
         interrupted = "SIGINT"
     except _Stop as stop:
@@ -301,17 +346,25 @@ def run(cfg: PlayConfig, output_dir: str | Path,
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
     document = {
-        "checkpoint": str(cfg.checkpoint), "server": cfg.server, "mode": cfg.mode,
-        "username": username, "battle_format": player.format if player else None,
-        "policy": "sampled" if cfg.sample else "greedy", "interrupted": interrupted,
+        "checkpoint": str(cfg.checkpoint),
+        "server": cfg.server,
+        "mode": cfg.mode,
+        "username": username,
+        "battle_format": player.format if player else None,
+        "policy": "sampled" if cfg.sample else "greedy",
+        "interrupted": interrupted,
         "battles": [asdict(r) for r in results],
         "wins": sum(r.result == "won" for r in results),
         "losses": sum(r.result == "lost" for r in results),
     }
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=2) + "\n")
-    log.info("%s%s; results: %s", summary_line(results, username),
-             f" (interrupted by {interrupted})" if interrupted else "", output)
+    log.info(
+        "%s%s; results: %s",
+        summary_line(results, username),
+        f" (interrupted by {interrupted})" if interrupted else "",
+        output,
+    )
     return document
 
 
@@ -340,6 +393,8 @@ def main() -> None:
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    from mapleenv.server import ShowdownError
+
     _register_schema()
     conf_dir = str(Path(__file__).resolve().parent.parent / "conf")
 
@@ -349,7 +404,7 @@ def main() -> None:
             cfg = OmegaConf.to_object(raw)
             assert isinstance(cfg, PlayConfig)
             document = run(cfg, HydraConfig.get().runtime.output_dir)
-        except (FileNotFoundError, ValueError, OmegaConfBaseException) as exc:
+        except (FileNotFoundError, ValueError, ShowdownError, OmegaConfBaseException) as exc:
             log.error("%s", exc)
             sys.exit(2)
         if document["interrupted"]:

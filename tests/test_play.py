@@ -1,0 +1,227 @@
+"""``python -m trainer.play``: the shipped agent as a listening player on a real server.
+
+The integration tests run the CLI as a subprocess with ``server=local`` (it starts its
+own Showdown server), challenge it from a poke-env ``RandomPlayer`` and check the
+logged and written results, and that no server is left behind (also on SIGTERM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import pid_alive
+from poke_env.player import RandomPlayer
+from poke_env.ps_client import AccountConfiguration, ServerConfiguration
+
+from trainer.play import PlayConfig, PlayError, run, validate
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKPOINT = ROOT / "models" / "lstm_ppo_gen9random.pt"
+AUTH_URL = "https://play.pokemonshowdown.com/action.php?"
+
+
+# ------------------------------------------------------------------ settings errors
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"mode": "watch"}, "mode must be one of accept|challenge|ladder"),
+        ({"mode": "challenge"}, "mode=challenge needs opponent="),
+        ({"mode": "ladder"}, "mode=ladder needs username="),
+        ({"battles": 0}, "battles must be >= 1"),
+        ({"username": "x" * 19}, "username must have 1..18 characters"),
+    ],
+)
+def test_bad_settings_are_one_line_errors(overrides: dict, message: str) -> None:
+    cfg = PlayConfig(checkpoint=str(CHECKPOINT), **overrides)
+    with pytest.raises(PlayError, match=re.escape(message)) as info:
+        validate(cfg)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_checkpoint_fails_before_any_server(tmp_path: Path) -> None:
+    cfg = PlayConfig(checkpoint=str(tmp_path / "nope.pt"))
+    with pytest.raises(FileNotFoundError, match="checkpoint not found"):
+        run(cfg, tmp_path)
+    assert not (tmp_path / "showdown").exists()
+
+
+def test_cli_reports_a_bad_setting_in_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer.play",
+            f"checkpoint={CHECKPOINT}",
+            "mode=challenge",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "mode=challenge needs opponent=" in errors[0]
+
+
+# ----------------------------------------------------------------- live integration
+
+
+class Agent:
+    """``python -m trainer.play`` as a subprocess; its output lines read by a thread."""
+
+    def __init__(self, tmp_path: Path, *overrides: str):
+        self.run_dir = tmp_path / "run"
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.output: list[str] = []
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "trainer.play",
+                f"checkpoint={CHECKPOINT}",
+                "server=local",
+                f"hydra.run.dir={self.run_dir}",
+                *overrides,
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
+        """The first (new) output line matching ``pattern``, within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(
+                    f"no line matching {pattern!r} in {timeout} s:\n" + "\n".join(self.output)
+                )
+            try:
+                line = self.lines.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            self.output.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+
+    def finish(self, timeout: float) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self.reader.join(timeout=30)  # it ends at the end of the output
+        while not self.lines.empty():
+            self.output.append(self.lines.get_nowait())
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def agent_factory(tmp_path: Path) -> Iterator[Callable[..., Agent]]:
+    started: list[Agent] = []
+
+    def start(*overrides: str) -> Agent:
+        agent = Agent(tmp_path, *overrides)
+        started.append(agent)
+        return agent
+
+    yield start
+    for agent in started:
+        agent.kill()
+
+
+def _ready(agent: Agent) -> tuple[int, int]:
+    """Wait for the local server and the login; returns (server port, server pid)."""
+    server = agent.wait_for(
+        r"local Showdown server \(pid (\d+)\) .* open "
+        r"http://localhost:(\d+) in a browser",
+        timeout=180,
+    )
+    agent.wait_for(r"ready: logged in as ", timeout=120)
+    return int(server.group(2)), int(server.group(1))
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(420)
+def test_random_player_challenges_the_listening_agent_twice(
+    agent_factory: Callable[..., Agent],
+) -> None:
+    name = f"maple{os.getpid()}"[:18]
+    agent = agent_factory("mode=accept", "battles=2", f"username={name}")
+    port, server_pid = _ready(agent)
+    assert pid_alive(server_pid)
+
+    challenger = RandomPlayer(
+        account_configuration=AccountConfiguration(f"chal{os.getpid()}"[:18], None),
+        server_configuration=ServerConfiguration(
+            f"ws://127.0.0.1:{port}/showdown/websocket", AUTH_URL
+        ),
+        battle_format="gen9randombattle",
+        log_level=logging.ERROR,
+    )
+    asyncio.run(asyncio.wait_for(challenger.send_challenges(name.lower(), 2), timeout=240))
+    assert challenger.n_finished_battles == 2
+
+    assert agent.finish(timeout=60) == 0, "\n".join(agent.output)
+    logged = [
+        re.search(r"battle (\d)/2 (\S+): (won|lost|tie) in (\d+) turns vs (\S+)", line)
+        for line in agent.output
+    ]
+    logged = [m for m in logged if m]
+    assert [m.group(1) for m in logged] == ["1", "2"]
+    assert any(re.search(r"summary: \S+ played 2 battles", line) for line in agent.output)
+
+    document = json.loads((agent.run_dir / "play.json").read_text())
+    assert document["mode"] == "accept" and document["interrupted"] is None
+    assert [b["battle_tag"] for b in document["battles"]] == [m.group(2) for m in logged]
+    assert document["wins"] + document["losses"] <= 2
+    # The agent's results agree with the challenger's view of the same battles.
+    for entry in document["battles"]:
+        battle = challenger.battles[entry["battle_tag"]]
+        assert battle.finished
+        assert entry["opponent"] == challenger.username
+        expected = {True: "lost", False: "won"}.get(battle.won, "tie")  # type: ignore[arg-type]
+        assert entry["result"] == expected
+        assert entry["turns"] == battle.turn > 0
+    assert not pid_alive(server_pid), "the local Showdown server outlived trainer.play"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_sigterm_stops_the_agent_and_its_server(agent_factory: Callable[..., Agent]) -> None:
+    agent = agent_factory("mode=accept", "battles=3")
+    _, server_pid = _ready(agent)
+    agent.proc.send_signal(signal.SIGTERM)
+    assert agent.finish(timeout=60) == 128 + signal.SIGTERM
+    document = json.loads((agent.run_dir / "play.json").read_text())
+    assert document["interrupted"] == "SIGTERM" and document["battles"] == []
+    assert not pid_alive(server_pid)
