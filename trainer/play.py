@@ -212,7 +212,10 @@ def _mode_coroutine(player: Any, cfg: PlayConfig) -> Any:
     return player.ladder(cfg.battles)
 
 
-class _Stop(Exception):
+class _Stop(BaseException):
+    """SIGTERM, raised in the main thread. A ``BaseException`` like ``KeyboardInterrupt``:
+    an ``except Exception`` the signal lands in (logging's ``emit``...) must not swallow it."""
+
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
