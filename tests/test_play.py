@@ -180,14 +180,7 @@ def test_random_player_challenges_the_listening_agent_twice(
     port, server_pid = _ready(agent)
     assert pid_alive(server_pid)
 
-    challenger = RandomPlayer(
-        account_configuration=AccountConfiguration(f"chal{os.getpid()}"[:18], None),
-        server_configuration=ServerConfiguration(
-            f"ws://127.0.0.1:{port}/showdown/websocket", AUTH_URL
-        ),
-        battle_format="gen9randombattle",
-        log_level=logging.ERROR,
-    )
+    challenger = _random_player(port, f"chal{os.getpid()}"[:18])
     asyncio.run(asyncio.wait_for(challenger.send_challenges(name.lower(), 2), timeout=240))
     assert challenger.n_finished_battles == 2
 
@@ -200,7 +193,7 @@ def test_random_player_challenges_the_listening_agent_twice(
     assert [m.group(1) for m in logged] == ["1", "2"]
     assert any(re.search(r"summary: \S+ played 2 battles", line) for line in agent.output)
 
-    document = json.loads((agent.run_dir / "play.json").read_text())
+    document = _results(agent)
     assert document["mode"] == "accept" and document["interrupted"] is None
     assert [b["battle_tag"] for b in document["battles"]] == [m.group(2) for m in logged]
     assert document["wins"] + document["losses"] <= 2
@@ -222,6 +215,66 @@ def test_sigterm_stops_the_agent_and_its_server(agent_factory: Callable[..., Age
     _, server_pid = _ready(agent)
     agent.proc.send_signal(signal.SIGTERM)
     assert agent.finish(timeout=60) == 128 + signal.SIGTERM
-    document = json.loads((agent.run_dir / "play.json").read_text())
+    document = _results(agent)
     assert document["interrupted"] == "SIGTERM" and document["battles"] == []
+    assert not pid_alive(server_pid)
+
+
+def _random_player(port: int, name: str) -> RandomPlayer:
+    return RandomPlayer(
+        account_configuration=AccountConfiguration(name, None),
+        server_configuration=ServerConfiguration(
+            f"ws://127.0.0.1:{port}/showdown/websocket", AUTH_URL
+        ),
+        battle_format="gen9randombattle",
+        log_level=logging.ERROR,
+    )
+
+
+def _results(agent: Agent) -> dict:
+    return json.loads((agent.run_dir / "play.json").read_text())
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_agent_challenges_a_player_on_an_external_server(
+    agent_factory: Callable[..., Agent], showdown_server
+) -> None:
+    port = showdown_server.port
+    target = _random_player(port, f"target{os.getpid()}"[:18])
+    loop = target.ps_client.loop
+    asyncio.run_coroutine_threadsafe(
+        asyncio.wait_for(target.ps_client.logged_in.wait(), 60), loop
+    ).result()
+    name = f"chlg{os.getpid()}"[:18]
+    accepted = asyncio.run_coroutine_threadsafe(target.accept_challenges(name, 1), loop)
+    agent = agent_factory(
+        f"server=127.0.0.1:{port}",
+        "mode=challenge",
+        f"opponent={target.username}",
+        "battles=1",
+        f"username={name}",
+    )
+    agent.wait_for(r"ready: logged in as .* challenging ", timeout=180)
+    accepted.result(timeout=240)
+    assert agent.finish(timeout=60) == 0, "\n".join(agent.output)
+    document = _results(agent)
+    assert [b["opponent"] for b in document["battles"]] == [target.username]
+    assert document["battles"][0]["battle_tag"] in target.battles
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_agent_plays_a_ladder_game_on_its_local_server(
+    agent_factory: Callable[..., Agent],
+) -> None:
+    name = f"ladr{os.getpid()}"[:18]
+    agent = agent_factory("mode=ladder", "battles=1", f"username={name}")
+    port, server_pid = _ready(agent)
+    rival = _random_player(port, f"rival{os.getpid()}"[:18])
+    asyncio.run(asyncio.wait_for(rival.ladder(1), timeout=240))
+    assert agent.finish(timeout=60) == 0, "\n".join(agent.output)
+    document = _results(agent)
+    assert document["mode"] == "ladder"
+    assert [b["opponent"] for b in document["battles"]] == [rival.username]
     assert not pid_alive(server_pid)
