@@ -14,6 +14,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -210,13 +211,17 @@ def test_random_player_challenges_the_listening_agent_twice(
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-def test_sigterm_stops_the_agent_and_its_server(agent_factory: Callable[..., Agent]) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_agent_and_its_server(
+    agent_factory: Callable[..., Agent], signum: signal.Signals
+) -> None:
     agent = agent_factory("mode=accept", "battles=3")
     _, server_pid = _ready(agent)
-    agent.proc.send_signal(signal.SIGTERM)
-    assert agent.finish(timeout=60) == 128 + signal.SIGTERM
+    agent.proc.send_signal(signum)
+    assert agent.finish(timeout=60) == 128 + signum
     document = _results(agent)
-    assert document["interrupted"] == "SIGTERM" and document["battles"] == []
+    assert document["interrupted"] == signum.name and document["battles"] == []
+    assert any("interrupted by " + signum.name in line for line in agent.output)
     assert not pid_alive(server_pid)
 
 
@@ -278,3 +283,12 @@ def test_agent_plays_a_ladder_game_on_its_local_server(
     assert document["mode"] == "ladder"
     assert [b["opponent"] for b in document["battles"]] == [rival.username]
     assert not pid_alive(server_pid)
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cfg = PlayConfig(checkpoint=str(CHECKPOINT), server=f"127.0.0.1:{port}")
+    with pytest.raises(PlayError, match=f"could not connect to ws://127.0.0.1:{port}/"):
+        run(cfg, tmp_path)

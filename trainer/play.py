@@ -187,7 +187,7 @@ def wait_logged_in(player: Any, timeout: float = LOGIN_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while not client.logged_in.is_set():
         if player.listen_future.done():
-            raise PlayError(f"could not connect to {client.websocket_url} (see the warnings above)")
+            raise PlayError(f"could not connect to {client.websocket_url} (see the error above)")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise PlayError(
@@ -247,14 +247,11 @@ def run(
     player is logged in. Stops the player and a local server on return, error, Ctrl-C or
     SIGTERM (which raise :class:`KeyboardInterrupt` / ``SystemExit`` here).
     """
-    import torch
-
     from mapleenv.server import ShowdownServer, external_server
     from trainer.checkpoint import load_checkpoint
 
     validate(cfg)
     checkpoint = load_checkpoint(cfg.checkpoint)  # FileNotFoundError / ValueError
-    torch.set_num_threads(1)  # one small forward per decision
     output_dir = Path(output_dir)
     output = Path(cfg.output) if cfg.output else output_dir / "play.json"
     username = cfg.username or DEFAULT_USERNAME
@@ -392,12 +389,14 @@ def _register_schema() -> None:
 def main() -> None:
     """Console entry point: Hydra app over ``conf/play.yaml``."""
     import hydra
+    import torch
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     from mapleenv.server import ShowdownError
 
+    torch.set_num_threads(1)  # one small batch-1 forward per decision
     _register_schema()
     conf_dir = str(Path(__file__).resolve().parent.parent / "conf")
 
