@@ -292,3 +292,21 @@ def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
     cfg = PlayConfig(checkpoint=str(CHECKPOINT), server=f"127.0.0.1:{port}")
     with pytest.raises(PlayError, match=f"could not connect to ws://127.0.0.1:{port}/"):
         run(cfg, tmp_path)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_challenging_a_user_who_is_not_online_fails_clearly(
+    tmp_path: Path, showdown_server
+) -> None:
+    cfg = PlayConfig(
+        checkpoint=str(CHECKPOINT),
+        server=f"127.0.0.1:{showdown_server.port}",
+        mode="challenge",
+        opponent="nobodyhere",
+        username=f"lone{os.getpid()}"[:18],
+    )
+    start = time.monotonic()
+    with pytest.raises(PlayError, match="the server refused: The user 'nobodyhere' was not found"):
+        run(cfg, tmp_path)
+    assert time.monotonic() - start < 60

@@ -212,6 +212,37 @@ def _mode_coroutine(player: Any, cfg: PlayConfig) -> Any:
     return player.ladder(cfg.battles)
 
 
+# Popups with which Showdown refuses a challenge or a ladder search (server/chat-commands,
+# server/ladders): the request is gone, so waiting for its battle would wait forever.
+REFUSALS = (
+    "was not found",
+    "is not accepting challenges",
+    "can't battle yourself",
+    "must choose a username",
+    "is not ladderable",
+    "format is invalid",
+    "barred from starting",
+    "banned from battling",
+    "requires you to be rank",
+    "already challenging someone",
+)
+
+
+class RefusalWatch(logging.Handler):
+    """Catches the refusal popups poke-env logs (``Popup message received: |popup|...``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.refusal: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if self.refusal is None and message.startswith("Popup message received"):
+            text = message.split("|popup|", 1)[-1].replace("||", " ").strip()
+            if any(refusal in text for refusal in REFUSALS):
+                self.refusal = text
+
+
 class _Stop(BaseException):
     """SIGTERM, raised in the main thread. A ``BaseException`` like ``KeyboardInterrupt``:
     an ``except Exception`` the signal lands in (logging's ``emit``...) must not swallow it."""
@@ -271,6 +302,7 @@ def run(
 
     server = None
     player = None
+    watch = RefusalWatch()
     mode_future: Future[Any] | None = None
     previous_term = None
     if threading.current_thread() is threading.main_thread():
@@ -292,6 +324,7 @@ def run(
             url = SERVER_ALIASES.get(cfg.server, cfg.server)
             server_configuration = external_server(url)
         player = build_player(cfg, checkpoint, server_configuration, on_result)
+        player.logger.addHandler(watch)
         wait_logged_in(player)
         ready = {
             "username": username,
@@ -328,6 +361,8 @@ def run(
                 mode_future.result(timeout=1.0)
                 break
             except TimeoutError:
+                if watch.refusal is not None:
+                    raise PlayError(f"the server refused: {watch.refusal}") from None
                 if player.listen_future.done():
                     raise PlayError(
                         f"lost the connection to {server_configuration.websocket_url}"
@@ -340,6 +375,7 @@ def run(
         if mode_future is not None:
             mode_future.cancel()
         if player is not None:
+            player.logger.removeHandler(watch)
             _stop_listening(player)
         if server is not None:
             server.stop()
