@@ -36,8 +36,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.player.battle_order import BattleOrder
 
-from mapleenv.features.encoder import RichEncoder
-from mapleenv.server import ShowdownServer, external_server, find_showdown
+from mapleenv.encoders.rich.encoder import RichEncoder
+from mapleenv.showdown import ShowdownServer, external_server, find_showdown
 
 PLAYERS: dict[str, type[Player]] = {
     "random": RandomPlayer, "max_power": MaxBasePowerPlayer, "heuristic": SimpleHeuristicsPlayer}

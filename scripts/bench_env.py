@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 SIM_CEILING_JS = REPO / "mapleenv" / "js" / "sim_ceiling.js"
@@ -76,7 +77,7 @@ class Ceiling:
 
     def __init__(self, procs: int, battle_format: str = "gen9randombattle",
                  warmup: float = 5.0):
-        from mapleenv.server import find_node, find_showdown
+        from mapleenv.showdown import find_node, find_showdown
 
         node = find_node()
         find_showdown()  # clear error when the npm package is missing
@@ -138,30 +139,18 @@ def process_cpu() -> dict[str, float]:
 def descendants_cpu_by_kind(root: int | None = None) -> dict[str, float]:
     """CPU seconds of the live descendants of ``root`` (default: this process), split into
     ``node`` processes and ``workers`` (everything else)."""
-    root = os.getpid() if root is None else root
-    parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    name: dict[int, str] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        pid = int(entry.name)
-        fields = stat[stat.rindex(")") + 2:].split()
-        parent[pid] = int(fields[1])
-        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
-        name[pid] = stat[stat.index("(") + 1: stat.rindex(")")]
     totals = {"node": 0.0, "workers": 0.0}
-    for pid in parent:
-        ancestor = parent.get(pid)
-        while ancestor is not None and ancestor != root and ancestor > 1:
-            ancestor = parent.get(ancestor)
-        if ancestor == root:
-            totals["node" if name[pid] == "node" else "workers"] += cpu[pid]
+    try:
+        children = psutil.Process(root).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return totals
+    for child in children:
+        try:
+            times = child.cpu_times()
+            kind = "node" if child.name() == "node" else "workers"
+        except psutil.Error:
+            continue
+        totals[kind] += times.user + times.system
     return totals
 
 

@@ -33,14 +33,14 @@ from bench_env import descendants_cpu  # noqa: E402
 
 # (label, filename fragment, function name) of the costs reported by --cprofile.
 HOT_SPOTS = [
-    ("encoder.encode", "mapleenv/encoding.py", "encode"),
+    ("encoder.encode", "mapleenv/encoders/__init__.py", "encode"),
     ("actions.legal_actions", "mapleenv/actions.py", "legal_actions"),
     ("reward.compute", "mapleenv/reward.py", "compute"),
     ("env._observe", "mapleenv/env.py", "_observe"),
     ("env.step", "mapleenv/env.py", "step"),
-    ("direct: wait for simulator", "mapleenv/direct/host.py", "send"),
-    ("direct: absorb sim output", "mapleenv/direct/session.py", "_absorb"),
-    ("direct: opponent choice", "mapleenv/direct/session.py", "_opponent_choice"),
+    ("direct: wait for simulator", "mapleenv/backends/direct/host.py", "send"),
+    ("direct: absorb sim output", "mapleenv/backends/direct/session.py", "_absorb"),
+    ("direct: opponent choice", "mapleenv/backends/direct/session.py", "_opponent_choice"),
     ("poke-env parse_request", "poke_env/battle/battle.py", "parse_request"),
     ("poke-env parse_message", "poke_env/battle/abstract_battle.py", "parse_message"),
     ("poke-env valid_orders", "poke_env/battle/battle.py", "valid_orders"),
@@ -57,7 +57,7 @@ def run(backend: str, steps: int, seed: int, opponent: str, encoder: str,
     import mapleenv
 
     if backend == "direct":
-        import mapleenv.direct  # noqa: F401  (registers the backend)
+        import mapleenv.backends.direct  # noqa: F401  (registers the backend)
     env = mapleenv.PokemonEnv(opponent=opponent, encoder=encoder, backend=backend, seed=seed)
     rng = np.random.default_rng(seed)
     obs, _ = env.reset()

@@ -8,17 +8,17 @@ import signal
 
 import numpy as np
 import pytest
-from conftest import child_node_pids, pid_alive
+from conftest import DirectPokemonEnv, child_node_pids, pid_alive
 from poke_env.player.battle_order import DefaultBattleOrder
 from poke_env.player.player import Player
 
 import mapleenv
 from mapleenv.actions import legal_actions
-from mapleenv.direct import DirectBackend, DirectPokemonEnv, SimHost
-from mapleenv.direct.session import order_to_choice
+from mapleenv.backends.direct import DirectBackend, SimHost
+from mapleenv.backends.direct.session import order_to_choice
 from mapleenv.opponents import make_opponent
 from mapleenv.reward import RewardConfig, state_value
-from mapleenv.server import NodeNotFoundError, ShowdownNotInstalledError
+from mapleenv.showdown import NodeNotFoundError, ShowdownNotInstalledError
 
 pytestmark = pytest.mark.integration
 

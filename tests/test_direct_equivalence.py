@@ -26,16 +26,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import DirectPokemonEnv
 from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.player.battle_order import DefaultBattleOrder
 
 from mapleenv.actions import action_mask
-from mapleenv.direct import DirectPokemonEnv, SimHost
-from mapleenv.direct.replay import replay_input_log
-from mapleenv.encoding import make_encoder
+from mapleenv.backends.direct import SimHost
+from mapleenv.backends.direct.replay import replay_input_log
+from mapleenv.encoders import make_encoder
 from mapleenv.env import PokemonEnv
 from mapleenv.reward import RewardConfig, RewardTracker, state_value
-from mapleenv.server import ShowdownServer
+from mapleenv.showdown import ShowdownServer
 
 pytestmark = pytest.mark.integration
 

@@ -8,15 +8,9 @@ import time
 
 import numpy as np
 import pytest
-from conftest import descendant_node_pids, pid_alive
+from conftest import DirectPokemonEnv, descendant_node_pids, make_direct_vector_env, pid_alive
 
-from mapleenv.direct import (
-    DirectPokemonEnv,
-    SimHostConnection,
-    SimHostPool,
-    claim_host,
-    make_direct_vector_env,
-)
+from mapleenv.backends.direct import SimHostConnection, SimHostPool, claim_host
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ import pytest
 from poke_env.battle.battle import Battle
 from poke_env.player.battle_order import DefaultBattleOrder, SingleBattleOrder
 
-from mapleenv.direct.protocol import absorb, player_view
-from mapleenv.direct.session import order_to_choice
+from mapleenv.backends.direct.protocol import absorb, player_view
+from mapleenv.backends.direct.session import order_to_choice
 
 # A hand-made simulator update: p1's switch has exact HP in its secret line (110/110)
 # and a percentage in the public line, as the simulator writes it.

@@ -8,7 +8,7 @@ import pytest
 from conftest import descendant_node_pids, pid_alive
 
 import mapleenv
-import mapleenv.direct  # noqa: F401  (registers the backend in this process)
+import mapleenv.backends.direct  # noqa: F401  (registers the backend in this process)
 
 pytestmark = pytest.mark.integration
 

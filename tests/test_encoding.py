@@ -8,15 +8,14 @@ from conftest import RECORDED_BATTLES, replay_decisions, synthetic_battle
 from poke_env.battle.pokemon_type import PokemonType
 from poke_env.battle.status import Status
 
-from mapleenv.encoding import (
-    BOOSTS,
+from mapleenv.encoders import (
     ENCODERS,
-    TYPES,
     SimpleEncoder,
     make_encoder,
     observation_box,
     register_encoder,
 )
+from mapleenv.encoders.simple import BOOSTS, TYPES
 
 
 def _pikachu_vs_gyarados():
@@ -64,7 +63,7 @@ def test_recorded_battles_encode_inside_the_box():
 
 def test_registry_by_name_module_path_and_instance():
     assert isinstance(make_encoder("simple"), SimpleEncoder)
-    assert isinstance(make_encoder("mapleenv.encoding:SimpleEncoder"), SimpleEncoder)
+    assert isinstance(make_encoder("mapleenv.encoders:SimpleEncoder"), SimpleEncoder)
     instance = SimpleEncoder()
     assert make_encoder(instance) is instance
 

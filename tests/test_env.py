@@ -12,8 +12,10 @@ import pytest
 from conftest import child_node_pids, pid_alive, replay_decisions
 
 import mapleenv
-from mapleenv.env import PokemonEnv, ShowdownBackend, register_backend
-from mapleenv.server import ShowdownError, free_port
+from mapleenv.backends import register_backend
+from mapleenv.backends.websocket import ShowdownBackend
+from mapleenv.env import PokemonEnv
+from mapleenv.showdown import ShowdownError, free_port
 
 MOVES = slice(6, 10)
 MOVE_FEATURES = slice(82, 86)  # SimpleEncoder: power x effectiveness of move slots 0-3

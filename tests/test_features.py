@@ -17,10 +17,10 @@ from poke_env.calc import calculate_damage
 from poke_env.data.normalize import to_id_str
 
 from mapleenv.actions import action_mask, move_slots
-from mapleenv.encoding import make_encoder, observation_box
-from mapleenv.features import dex, docs, encoder, layout, vocab
-from mapleenv.features.damage import boost_multiplier
-from mapleenv.features.encoder import RichEncoder
+from mapleenv.encoders import make_encoder, observation_box
+from mapleenv.encoders.rich import dex, docs, encoder, layout, vocab
+from mapleenv.encoders.rich.damage import boost_multiplier
+from mapleenv.encoders.rich.encoder import RichEncoder
 
 
 def own_mon(name: str, moves: tuple[str, ...] = ("tackle",), level: int = 80,
@@ -103,7 +103,7 @@ def test_registered_as_rich() -> None:
 
 def test_docs_are_generated_from_the_layout() -> None:
     text = docs.DOC_PATH.read_text()
-    assert text == docs.render(), "run `python -m mapleenv.features.docs`"
+    assert text == docs.render(), "run `python -m mapleenv.encoders.rich.docs`"
     total = re.search(r"\| \*\*total\*\* \| \*\*(\d+)\*\*", text)
     assert total and int(total.group(1)) == RichEncoder().size
 

@@ -16,8 +16,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import RandomPlayer
 from poke_env.player.battle_order import BattleOrder
 
-from mapleenv.features import layout
-from mapleenv.features.encoder import RichEncoder
+from mapleenv.encoders.rich import layout
+from mapleenv.encoders.rich.encoder import RichEncoder
 
 BATTLES = 20
 

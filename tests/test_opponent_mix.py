@@ -10,7 +10,8 @@ from conftest import synthetic_battle
 from omegaconf import OmegaConf
 from poke_env.player import MaxBasePowerPlayer, RandomPlayer
 
-from mapleenv.opponent_mix import (
+from mapleenv.opponents import make_opponent
+from mapleenv.opponents.mix import (
     OpponentMix,
     mix_name,
     opponent_names,
@@ -18,7 +19,6 @@ from mapleenv.opponent_mix import (
     parse_mix,
     uses_self_play,
 )
-from mapleenv.opponents import make_opponent
 
 
 def test_parse_and_name_round_trip():

@@ -10,14 +10,14 @@ import torch
 from conftest import RECORDED_BATTLES, replay_decisions, synthetic_battle
 
 from mapleenv.actions import legal_actions, mask_from_legal
-from mapleenv.encoding import make_encoder
+from mapleenv.encoders import make_encoder
 from mapleenv.env import PokemonEnv
 from mapleenv.opponents import make_opponent
-from mapleenv.policy_opponent import FrozenPolicy, PolicyOpponent, read_snapshot
+from mapleenv.opponents.policy import FrozenPolicy, PolicyOpponent, read_snapshot
 from trainer.checkpoint import save_checkpoint
 from trainer.config import ModelConfig
+from trainer.policies import policy_from_snapshot
 from trainer.policy import build_policy, policy_spec
-from trainer.selfplay import policy_from_snapshot
 
 
 def write_tiny_checkpoint(path: Path, seed: int = 0, kind: str = "lstm") -> Path:

@@ -40,7 +40,7 @@ CASES = [
     (24, 0, "SameStep", 2),  # whole rollout as one chunk, many episode starts inside
     (24, 4, "SameStep", 7),  # small chunks, state carried across chunk boundaries
     (24, 8, "SameStep", 2),  # episode starts inside chunks
-    (26, 8, "NextStep", 2),  # last chunk padded; dummy steps after dones
+    (26, 8, "SameStep", 2),  # last chunk padded
 ]
 
 

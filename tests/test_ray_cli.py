@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytest.importorskip("ray")
@@ -26,28 +27,21 @@ def _columns(run_dir: Path) -> tuple[list[str], int]:
 
 def _sim_hosts() -> set[int]:
     """PIDs of live direct-backend simulator hosts (``node ... sim_host.js``)."""
-    pids = set()
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and b"sim_host.js" in (proc / "cmdline").read_bytes():
-                pids.add(int(proc.name))
-        except OSError:
-            continue
-    return pids
+    found = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        if any("sim_host.js" in part for part in proc.info["cmdline"] or ()):
+            found.add(proc.pid)
+    return found
 
 
 def _node_processes_under(directory: Path) -> list[int]:
     """PIDs of live `node` processes whose working directory is inside `directory`."""
     pids = []
-    for proc in Path("/proc").iterdir():
+    for proc in psutil.process_iter(["name"]):
         try:
-            if (
-                proc.name.isdigit()
-                and (proc / "comm").read_text().strip() == "node"
-                and Path(os.readlink(proc / "cwd")).is_relative_to(directory)
-            ):
-                pids.append(int(proc.name))
-        except OSError:
+            if proc.info["name"] == "node" and Path(proc.cwd()).is_relative_to(directory):
+                pids.append(proc.pid)
+        except psutil.Error:
             continue
     return pids
 

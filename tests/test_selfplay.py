@@ -17,18 +17,10 @@ from omegaconf import OmegaConf
 
 from trainer.__main__ import CONF_DIR
 from trainer.checkpoint import load_checkpoint
-from trainer.config import ModelConfig, to_train_config
-from trainer.policy import build_policy
-from trainer.selfplay import (
-    OpponentStats,
-    SelfPlay,
-    SelfPlayConfig,
-    SnapshotPool,
-    make_snapshot,
-    opponent_win_rates,
-    policy_from_snapshot,
-    win_rate_columns,
-)
+from trainer.config import ModelConfig, SelfPlayConfig, to_train_config
+from trainer.episodes import OpponentStats, opponent_win_rates, win_rate_columns
+from trainer.policies import build_policy, policy_from_snapshot
+from trainer.selfplay import SelfPlay, SnapshotPool, make_snapshot
 from trainer.train import Trainer
 
 OBS_DIM, N_ACTIONS = 116, 26  # SimpleEncoder, gen 9

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import child_node_pids, pid_alive
 
-from mapleenv.server import (
+from mapleenv.showdown import (
     NodeNotFoundError,
     ServerPool,
     ServerStartError,
@@ -174,7 +174,7 @@ def test_pool_round_robin_and_watchdog_restart(tmp_path, no_new_node):
 
 @pytest.mark.integration
 def test_node_dies_with_a_killed_python_parent(tmp_path):
-    code = ("import sys, time; from mapleenv.server import ShowdownServer; "
+    code = ("import sys, time; from mapleenv.showdown import ShowdownServer; "
             "s = ShowdownServer(log_dir=sys.argv[1], warm=False).start(); "
             "print(s.pid, flush=True); time.sleep(120)")
     parent = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],

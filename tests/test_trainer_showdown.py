@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from trainer.checkpoint import load_checkpoint
-from trainer.policy import load_policy
+from trainer.policies import policy_from_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +46,8 @@ def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
             assert 0.0 <= float(r["win_rate"]) <= 1.0
     ckpt = load_checkpoint(tmp_path)
     assert ckpt["global_step"] == 96
-    policy, cfg = load_policy(tmp_path / "checkpoints" / "last.pt")
+    ckpt = load_checkpoint(tmp_path / "checkpoints" / "last.pt")
+    policy, cfg = policy_from_snapshot(ckpt), OmegaConf.create(ckpt["config"])
     assert cfg.env.kind == "showdown" and cfg.name == "smoke"
     obs = torch.zeros(1, policy.obs_dim)
     mask = torch.zeros(1, policy.n_actions, dtype=torch.bool)

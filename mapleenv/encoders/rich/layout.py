@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from mapleenv.features import vocab
+from mapleenv.encoders.rich import vocab
 
 
 @dataclass(frozen=True)

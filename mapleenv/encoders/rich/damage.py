@@ -16,7 +16,7 @@ budget, so its results are cached and reused while nothing it reads has changed:
   Geyser, Tera Blast) run with the real boosts and keep them in their key.
 
 The calculator needs every stat of both Pokémon; opponents' stats are unknown, so they
-are estimated (:func:`mapleenv.features.dex.estimated_stats`: random-battle EVs/IVs,
+are estimated (:func:`mapleenv.encoders.rich.dex.estimated_stats`: random-battle EVs/IVs,
 neutral nature, the level Showdown shows). Estimated stats and zeroed boosts are set on
 the Pokémon only for the duration of the call (the battle waits for our order then).
 """
@@ -31,7 +31,7 @@ from typing import Any
 from poke_env.battle import AbstractBattle, Effect, Move, MoveCategory, Pokemon
 from poke_env.calc import calculate_damage
 
-from mapleenv.features import dex, vocab
+from mapleenv.encoders.rich import dex, vocab
 
 logger = logging.getLogger(__name__)
 

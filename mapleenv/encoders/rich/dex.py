@@ -19,7 +19,7 @@ from poke_env.data import GenData
 from poke_env.data.normalize import to_id_str
 from poke_env.stats import compute_raw_stats
 
-from mapleenv.features import vocab
+from mapleenv.encoders.rich import vocab
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def estimated_stats(gen: int, species: str, level: int) -> dict[str, int]:
 
 def _sets_file(gen: int) -> Path | None:
     try:
-        from mapleenv.server import find_showdown
+        from mapleenv.showdown.package import find_showdown
 
         package = find_showdown()
     except Exception as exc:  # noqa: BLE001 - any failure only disables the guesses

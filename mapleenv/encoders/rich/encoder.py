@@ -1,7 +1,7 @@
 """``RichEncoder``: what a good player looks at, as one fixed float32 vector.
 
 Registered as encoder ``"rich"``. Feature groups (``docs/observation.md`` has every
-feature with its scaling; both are generated from :mod:`mapleenv.features.layout`):
+feature with its scaling; both are generated from :mod:`mapleenv.encoders.rich.layout`):
 
 ================= ======== ==================================================
 block             size     content
@@ -50,8 +50,8 @@ from poke_env.battle import Status as St
 from poke_env.data import GenData
 
 from mapleenv.actions import move_slots
-from mapleenv.features import dex, layout, vocab
-from mapleenv.features.damage import DamageEstimator, current_hp
+from mapleenv.encoders.rich import dex, layout, vocab
+from mapleenv.encoders.rich.damage import DamageEstimator, current_hp
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ the battle. Names:
   Registration must happen in the process that builds the env: pass the registering
   module in the env's ``plugins`` (imported by the env) when envs run in workers.
   :data:`PLUGIN_MODULES` are imported on demand when an unknown prefix is asked for:
-  they register ``policy:<checkpoint>``, ``self`` (:mod:`mapleenv.policy_opponent`) and
-  ``mix:<name>=<weight>,...`` (:mod:`mapleenv.opponent_mix`).
+  they register ``policy:<checkpoint>``, ``self`` (:mod:`mapleenv.opponents.policy`) and
+  ``mix:<name>=<weight>,...`` (:mod:`mapleenv.opponents.mix`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeur
 from poke_env.ps_client import AccountConfiguration
 
 # Modules imported (once) when an unknown opponent prefix is asked for.
-PLUGIN_MODULES: tuple[str, ...] = ("mapleenv.policy_opponent", "mapleenv.opponent_mix")
+PLUGIN_MODULES: tuple[str, ...] = ("mapleenv.opponents.policy", "mapleenv.opponents.mix")
 
 BASELINES: dict[str, type[Player]] = {
     "random": RandomPlayer,
@@ -78,3 +78,10 @@ def make_opponent(name: str, battle_format: str = "gen9randombattle", *,
     if prefix in _FACTORIES:
         return _FACTORIES[prefix](argument, battle_format=battle_format, seed=seed, **kwargs)
     raise ValueError(f"unknown opponent {name!r}; valid: {', '.join(opponent_names())}")
+
+
+def opponent_battles(opponent: Player) -> dict[str, Any]:
+    """The battle table of a non-listening opponent (poke-env's private ``Player._battles``):
+    its own ``Battle`` must be there before it chooses. The one place Maple reaches into
+    poke-env's private state."""
+    return opponent._battles

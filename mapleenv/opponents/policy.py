@@ -51,12 +51,12 @@ from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 
 from mapleenv.actions import legal_actions, mask_from_legal
-from mapleenv.encoding import BattleEncoder, make_encoder
+from mapleenv.encoders import BattleEncoder, make_encoder
 from mapleenv.opponents import register_opponent, unique_username
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LOADER = "trainer.selfplay:policy_from_snapshot"
+DEFAULT_LOADER = "trainer.policies:policy_from_snapshot"
 _MAX_TRACKED_BATTLES = 16
 
 

@@ -18,19 +18,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from mapleenv.server import (
+from mapleenv.showdown.package import (
     SETUP_HINT,
     NodeNotFoundError,
     ShowdownNotInstalledError,
-    _die_with_parent,
-    _libc_prctl,
     find_node,
     find_showdown,
 )
+from mapleenv.showdown.process import spawn, terminate
 
 logger = logging.getLogger(__name__)
 
-HOST_SCRIPT = Path(__file__).resolve().parent.parent / "js" / "sim_host.js"
+HOST_SCRIPT = Path(__file__).resolve().parents[2] / "js" / "sim_host.js"
 
 
 class SimHostError(RuntimeError):
@@ -93,7 +92,7 @@ class _Channel:
 class SimHost(_Channel):
     """One ``node sim_host.js`` child; battles are multiplexed on it by id.
 
-    ``showdown_dir`` is the npm package directory (default: ``mapleenv.server.find_showdown``,
+    ``showdown_dir`` is the npm package directory (default: ``find_showdown()``,
     which raises a clear error when it is missing; so does ``find_node`` for Node). With
     ``listen`` (a Unix socket path) the host also serves :class:`SimHostConnection` clients
     of other processes. On Linux the child gets SIGKILL when the thread that started it
@@ -120,13 +119,8 @@ class SimHost(_Channel):
             cmd += ["--listen", self.listen]
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
         try:
-            self._proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr,
-                bufsize=0,
-                preexec_fn=_die_with_parent if _libc_prctl is not None else None,
+            self._proc = spawn(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0
             )
         except OSError as exc:
             self._stderr.close()
@@ -170,12 +164,7 @@ class SimHost(_Channel):
             try:
                 self._proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
-                self._proc.terminate()
-                try:
-                    self._proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    self._proc.kill()
-                    self._proc.wait()
+                terminate(self._proc, timeout=2)
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None and not stream.closed:
                 stream.close()

@@ -19,8 +19,8 @@ from poke_env.data import GenData
 from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 
-from mapleenv.direct.host import SimHost, SimHostError
-from mapleenv.direct.protocol import absorb
+from mapleenv.backends.direct.host import SimHost, SimHostError
+from mapleenv.backends.direct.protocol import absorb
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Render ``docs/observation.md`` from the layout (``python -m mapleenv.features.docs``).
+"""Render ``docs/observation.md`` from the layout (``python -m mapleenv.encoders.rich.docs``).
 
 ``--check`` exits 1 if the file differs from what the code would write (the test suite
 checks the same), so the documented features always match the encoder.
@@ -10,18 +10,18 @@ import argparse
 import sys
 from pathlib import Path
 
-from mapleenv.features import layout, vocab
+from mapleenv.encoders.rich import layout, vocab
 
-DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "observation.md"
+DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
 
 INTRO = """\
 # Observation: the rich battle encoder
 
-`encoder="rich"` (`mapleenv.features.RichEncoder`) turns a singles battle, seen from our
+`encoder="rich"` (`mapleenv.encoders.rich.RichEncoder`) turns a singles battle, seen from our
 side, into one float32 vector of **{size}** features: what a good player looks at, with
 every feature inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN
-or inf. This page is generated from `mapleenv/features/layout.py`
-(`python -m mapleenv.features.docs`); a test fails if it drifts from the code.
+or inf. This page is generated from `mapleenv/encoders/rich/layout.py`
+(`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
 
 Slots follow poke-env's `SinglesEnv` action numbering: own team slot *i* is switch action
 *i* (`battle.team` order) and move slot *k* is action 6+*k* (22+*k* with Tera), the first
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = args.path.read_text() if args.path.exists() else ""
         if current != text:
-            print(f"{args.path} is stale; run `python -m mapleenv.features.docs`",
+            print(f"{args.path} is stale; run `python -m mapleenv.encoders.rich.docs`",
                   file=sys.stderr)
             return 1
         return 0

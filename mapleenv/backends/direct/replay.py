@@ -3,7 +3,7 @@
 A Showdown server that logs battles (``logchallenges``) stores each battle's
 ``inputLog``: the ``>start`` line with the PRNG seed, the ``>player`` lines and every
 choice. Fed to :class:`SimHost`, it re-plays the identical battle; the output goes through
-the direct backend's parser (:func:`mapleenv.direct.protocol.absorb`) into fresh poke-env
+the direct backend's parser (:func:`mapleenv.backends.direct.protocol.absorb`) into fresh poke-env
 battles, one per side. This is how the direct backend is checked against a server battle.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from poke_env.battle.battle import Battle
 from poke_env.data import GenData
 
-from mapleenv.direct.host import SimHost
-from mapleenv.direct.protocol import absorb
+from mapleenv.backends.direct.host import SimHost
+from mapleenv.backends.direct.protocol import absorb
 
 logger = logging.getLogger(__name__)
 _replays = itertools.count()

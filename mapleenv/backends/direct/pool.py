@@ -5,36 +5,25 @@ and caches, cold each time the OS switches to it. K hosts (one per core) serving
 workers' battles over Unix sockets cost less Node CPU per step and a third of the memory
 (docs/benchmarks.md). :class:`SimHostPool` runs them in the parent; workers find theirs
 with :func:`claim_host` (round robin through a locked counter file), which
-:class:`~mapleenv.direct.backend.DirectBackend` does when given ``host_pool=pool.spec``.
+:class:`~mapleenv.backends.direct.backend.DirectBackend` does when given ``host_pool=pool.spec``.
 ``mapleenv.make_vector_env(backend="direct")`` wires it up.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import fcntl
 import logging
 import os
 import shutil
 import tempfile
 import threading
-import weakref
 from pathlib import Path
 from typing import Any
 
-from mapleenv.direct.host import SimHost
+from mapleenv.backends.direct.host import SimHost
+from mapleenv.showdown.process import Watchdog, forget_at_exit, stop_at_exit
 
 logger = logging.getLogger(__name__)
-
-_LIVE_POOLS: weakref.WeakSet[SimHostPool] = weakref.WeakSet()
-
-
-@atexit.register
-def _stop_all_pools() -> None:
-    for pool in list(_LIVE_POOLS):
-        with contextlib.suppress(Exception):
-            pool.stop()
 
 
 class SimHostPool:
@@ -49,8 +38,7 @@ class SimHostPool:
         self.hosts: list[SimHost | None] = []
         self.restarts = 0
         self._lock = threading.RLock()
-        self._watchdog: threading.Thread | None = None
-        self._stopping = threading.Event()
+        self._watchdog: Watchdog | None = None
 
     def _socket(self, i: int) -> Path:
         assert self.directory is not None
@@ -67,7 +55,7 @@ class SimHostPool:
             if self.directory is None:
                 self.directory = Path(tempfile.mkdtemp(prefix="maple-sim-"))
                 (self.directory / "next").write_text("0")
-                _LIVE_POOLS.add(self)
+                stop_at_exit(self)
             try:
                 while len(self.hosts) < self.size:
                     self.hosts.append(self._launch(len(self.hosts)))
@@ -98,19 +86,15 @@ class SimHostPool:
 
     def start_watchdog(self, interval: float = 1.0) -> None:
         """Check the hosts every ``interval`` s in a daemon thread (restart dead ones)."""
-        def watch() -> None:
-            while not self._stopping.wait(interval):
-                with contextlib.suppress(Exception):
-                    self.ensure_running()
-
         if self._watchdog is None:
-            self._watchdog = threading.Thread(target=watch, name="maple-sim-watchdog",
-                                              daemon=True)
+            self._watchdog = Watchdog(self.ensure_running, "maple-sim-watchdog", interval)
             self._watchdog.start()
 
     def stop(self) -> None:
         """Stop every host and remove the pool directory; idempotent."""
-        self._stopping.set()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.stop()
         with self._lock:
             for host in self.hosts:
                 if host is not None:
@@ -119,7 +103,7 @@ class SimHostPool:
             if self.directory is not None:
                 shutil.rmtree(self.directory, ignore_errors=True)
                 self.directory = None
-            _LIVE_POOLS.discard(self)
+            forget_at_exit(self)
 
     def __enter__(self) -> SimHostPool:
         return self.start()
@@ -143,13 +127,3 @@ def claim_host(spec: dict[str, Any]) -> tuple[str, int | None]:
     except (OSError, ValueError):
         pid = None
     return str(directory / f"host-{i}.sock"), pid
-
-
-def make_direct_vector_env(num_envs: int, *, sim_hosts: int | None = None,
-                           **kwargs: Any) -> Any:
-    """``mapleenv.make_vector_env(num_envs, backend="direct", sim_hosts=sim_hosts, ...)``:
-    the workers' battles on ``sim_hosts`` shared hosts (default: one per core; ``0``: one
-    host per env), stopped when the vector env closes."""
-    from mapleenv.vector import make_vector_env
-
-    return make_vector_env(num_envs, backend="direct", sim_hosts=sim_hosts, **kwargs)

@@ -26,7 +26,12 @@ from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 
-from mapleenv.opponents import make_opponent, register_opponent, unique_username
+from mapleenv.opponents import (
+    make_opponent,
+    opponent_battles,
+    register_opponent,
+    unique_username,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -135,10 +140,11 @@ class OpponentMix(Player):
         """The member playing ``battle``; registers the battle with it (as the env does
         with its opponent) and forgets the member's finished battles."""
         member = self.members[self.name_for(battle.battle_tag)]
-        if battle.battle_tag not in member._battles:
-            for tag in [t for t, b in member._battles.items() if b.finished]:
-                del member._battles[tag]
-            member._battles[battle.battle_tag] = battle
+        battles = opponent_battles(member)
+        if battle.battle_tag not in battles:
+            for tag in [t for t, b in battles.items() if b.finished]:
+                del battles[tag]
+            battles[battle.battle_tag] = battle
         return member
 
     def choose_move(self, battle: AbstractBattle) -> BattleOrder:

@@ -1,7 +1,7 @@
 """``DirectBackend``: the ``direct`` battle backend of :class:`mapleenv.env.PokemonEnv`.
 
 Each env owns one Node child (:class:`SimHost`), or a connection to one of a few shared
-hosts (:mod:`mapleenv.direct.pool`), that runs its battles in-process with the npm
+hosts (:mod:`mapleenv.backends.direct.pool`), that runs its battles in-process with the npm
 package's ``BattleStream``; no Showdown server, websocket, rooms or users. The
 battles are poke-env ``Battle`` objects fed from the simulator's stream, so the encoder,
 action mask, reward and opponent are the same code as for the ``server`` backend.
@@ -28,10 +28,11 @@ from poke_env.player.player import Player
 from poke_env.teambuilder.constant_teambuilder import ConstantTeambuilder
 from poke_env.teambuilder.teambuilder import Teambuilder
 
-from mapleenv.direct.host import SimHost, SimHostConnection, SimHostError
-from mapleenv.direct.pool import claim_host
-from mapleenv.direct.session import DirectBattle
-from mapleenv.env import BattleAborted
+from mapleenv.backends import BattleAborted
+from mapleenv.backends.direct.host import SimHost, SimHostConnection, SimHostError
+from mapleenv.backends.direct.pool import claim_host
+from mapleenv.backends.direct.session import DirectBattle
+from mapleenv.opponents import opponent_battles
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class DirectBackend:
             agent_team=_packed_team(self.team), opponent_team=_packed_team(self.team),
             record=self.record)
         self.session = session
-        self.opponent._battles[session.battle_tag] = session.opponent_battle
+        opponent_battles(self.opponent)[session.battle_tag] = session.opponent_battle
         try:
             session.start()
         except SimHostError as exc:
@@ -128,7 +129,7 @@ class DirectBackend:
         session, self.session = self.session, None
         if session is None:
             return
-        self.opponent._battles.pop(session.battle_tag, None)
+        opponent_battles(self.opponent).pop(session.battle_tag, None)
         try:
             if not session.finished:
                 session.forfeit()
@@ -141,7 +142,7 @@ class DirectBackend:
         """Drop the battle and stop the Node child."""
         try:
             if self.session is not None:
-                self.opponent._battles.pop(self.session.battle_tag, None)
+                opponent_battles(self.opponent).pop(self.session.battle_tag, None)
                 if self.host.alive():
                     self.session.close()
         finally:

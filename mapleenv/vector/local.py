@@ -3,10 +3,10 @@
 Two backends (:func:`default_backend` picks one when none is given):
 
 * ``direct`` (the default): the workers' battles run in ``sim_hosts`` Node simulator
-  hosts started once in the parent (a :class:`~mapleenv.direct.SimHostPool`, default one
+  hosts started once in the parent (a :class:`~mapleenv.backends.direct.SimHostPool`, default one
   per core; ``sim_hosts=0``: a host per env), no Showdown server at all.
 * ``server``: ``servers`` Showdown servers started once in the parent (a
-  :class:`~mapleenv.server.ServerPool`), env ``i`` talks to server ``i % servers``; or an
+  :class:`~mapleenv.showdown.ServerPool`), env ``i`` talks to server ``i % servers``; or an
   external server (``server_url``, which implies this backend).
 
 Closing the vector env stops the hosts or servers.
@@ -32,9 +32,11 @@ from typing import Any, Protocol
 
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
-from mapleenv.env import BACKENDS, PokemonEnv, backend_available
+from mapleenv.backends import available_backends, backend_available
+from mapleenv.env import PokemonEnv
 from mapleenv.reward import RewardConfig
-from mapleenv.server import ServerPool, external_server
+from mapleenv.showdown.package import external_server
+from mapleenv.showdown.server import ServerPool
 
 logger = logging.getLogger(__name__)
 
@@ -102,12 +104,12 @@ def make_vector_env(
 
     ``server_url`` uses an external server instead of starting ``servers`` local ones
     (``server_config``: extra Showdown config values for those, see
-    :data:`mapleenv.server.DEFAULT_CONFIG`); ``seed`` seeds env ``i`` with ``seed + i``;
+    :data:`mapleenv.showdown.config.DEFAULT_CONFIG`); ``seed`` seeds env ``i`` with ``seed + i``;
     ``env_kwargs`` go to every
     :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``, ``backend_kwargs``). ``backend``:
     ``None``/``"auto"`` (:func:`default_backend`), ``"server"``, ``"direct"`` (with
     ``sim_hosts`` shared hosts, see module docs) or a name given to
-    ``mapleenv.env.register_backend``.
+    ``mapleenv.backends.register_backend``.
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -122,12 +124,12 @@ def make_vector_env(
     if not backend_available(backend):
         raise NotImplementedError(
             f"backend {backend!r} is not available (registered: "
-            f"{', '.join(['server', *sorted(BACKENDS)])}); see mapleenv.env.register_backend")
+            f"{', '.join(available_backends())}); see mapleenv.backends.register_backend")
     reward_config = RewardConfig.from_value(reward)
     pool: _Pool | None = None
     configurations: list[Any] = [None] * num_envs
     if backend == "direct" and sim_hosts != 0:
-        from mapleenv.direct.pool import SimHostPool
+        from mapleenv.backends.direct.pool import SimHostPool  # registers the backend too
 
         hosts = SimHostPool(min(sim_hosts or os.cpu_count() or 1, num_envs)).start()
         hosts.start_watchdog(watchdog_interval)
