@@ -21,12 +21,10 @@ needs it (`pip install -e ".[ray]"` installs it).
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +32,14 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from mapleenv.vector.batching import concatenate_batches, merge_infos, slice_batch, split_envs
+from mapleenv.vector.shard import EnvFn, ShardActor, make_showdown_vector_env
+
 log = logging.getLogger(__name__)
 
 _SETTLE_S = 30.0  # after one shard fails, how long the others get to finish their call
 _CLOSE_TIMEOUT_S = 60.0  # for all shards to close their envs before they are killed
 
-EnvFn = Callable[..., VectorEnv]
-"""Builds one shard's vector env: called as `env_fn(num_envs=n, **env_kwargs)`."""
 
 
 class ShardFailedError(RuntimeError):
@@ -66,135 +65,6 @@ def _import_ray() -> Any:
             "`pip install -e '.[ray]'` (or `EXTRAS=dev,ray make setup`)"
         ) from exc
     return ray
-
-
-def make_showdown_vector_env(num_envs: int, **kwargs: Any) -> VectorEnv:
-    """Default shard env: `mapleenv.make_vector_env` (imported inside the actor)."""
-    from mapleenv import make_vector_env
-
-    return make_vector_env(num_envs, **kwargs)
-
-
-def split_envs(num_envs: int, shards: int) -> list[range]:
-    """Contiguous env index ranges, as even as possible (earlier shards get the extra)."""
-    if shards < 1:
-        raise ValueError(f"shards must be >= 1, got {shards}")
-    if num_envs < shards:
-        raise ValueError(f"num_envs ({num_envs}) must be >= shards ({shards})")
-    base, extra = divmod(num_envs, shards)
-    ranges, start = [], 0
-    for k in range(shards):
-        stop = start + base + (1 if k < extra else 0)
-        ranges.append(range(start, stop))
-        start = stop
-    return ranges
-
-
-def concatenate_batches(parts: Sequence[Any]) -> Any:
-    """Concatenates batched observations (arrays, or dicts/tuples of them) along axis 0."""
-    first = parts[0]
-    if isinstance(first, Mapping):
-        return {key: concatenate_batches([p[key] for p in parts]) for key in first}
-    if isinstance(first, tuple):
-        return tuple(concatenate_batches(list(items)) for items in zip(*parts, strict=True))
-    return np.concatenate([np.asarray(p) for p in parts], axis=0)
-
-
-def slice_batch(batch: Any, envs: range) -> Any:
-    """The rows `envs` of a batched action (array, or dict/tuple of arrays)."""
-    if isinstance(batch, Mapping):
-        return {key: slice_batch(value, envs) for key, value in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(slice_batch(value, envs) for value in batch)
-    return np.asarray(batch)[envs.start : envs.stop]
-
-
-def merge_infos(parts: Sequence[dict[str, Any]], ranges: Sequence[range]) -> dict[str, Any]:
-    """Merges shard infos (Gymnasium 1.x vector infos: arrays + `_key` masks) into one.
-
-    A key missing from a shard gets Gymnasium's defaults there (zeros, False masks, None
-    for objects), exactly as if those envs had not reported it.
-    """
-    total = ranges[-1].stop
-    merged: dict[str, Any] = {}
-    keys = list(dict.fromkeys(key for part in parts for key in part))
-    for key in keys:
-        present = [
-            (part[key], envs) for part, envs in zip(parts, ranges, strict=True) if key in part
-        ]
-        if all(isinstance(value, Mapping) for value, _ in present):
-            merged[key] = merge_infos([dict(part.get(key, {})) for part in parts], ranges)
-            continue
-        if any(isinstance(value, Mapping) for value, _ in present):
-            raise TypeError(f"info key {key!r} is a dict in some shards and not in others")
-        arrays = [(np.asarray(value), envs) for value, envs in present]
-        shapes = {array.shape[1:] for array, _ in arrays}
-        if len(shapes) == 1 and all(array.dtype != object for array, _ in arrays):
-            dtype = np.result_type(*(array.dtype for array, _ in arrays))
-            out = np.zeros((total, *shapes.pop()), dtype=dtype)
-            for array, envs in arrays:
-                out[envs.start : envs.stop] = array
-        else:
-            out = np.full(total, None, dtype=object)
-            for array, envs in arrays:
-                for i, row in zip(envs, array, strict=True):
-                    out[i] = row
-        merged[key] = out
-    return merged
-
-
-class ShardActor:
-    """One shard, run as a Ray actor: owns a vector env (and its servers) on its node."""
-
-    def __init__(self, shard: int, env_fn: EnvFn, num_envs: int, env_kwargs: dict[str, Any]):
-        logging.basicConfig(level=logging.INFO)
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""  # env workers (spawned from here) never use CUDA
-        self.shard = shard
-        self.env = env_fn(num_envs=num_envs, **env_kwargs)
-        if self.env.num_envs != num_envs:
-            raise ValueError(f"env_fn built {self.env.num_envs} envs, expected {num_envs}")
-
-    def describe(self) -> dict[str, Any]:
-        """Where this shard runs and what it serves (spaces, metadata)."""
-        import ray
-
-        return {
-            "node_ip": ray.util.get_node_ip_address(),
-            "node_id": ray.get_runtime_context().get_node_id(),
-            "pid": os.getpid(),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "single_observation_space": self.env.single_observation_space,
-            "single_action_space": self.env.single_action_space,
-            "metadata": dict(self.env.metadata),
-            "render_mode": self.env.render_mode,
-        }
-
-    def ping(self) -> None:
-        """No-op: its round trip is the Ray cost of one call."""
-
-    def reset(self, seed: int | list[int | None] | None, options: dict | None) -> tuple:
-        return self.env.reset(seed=seed, options=options)
-
-    def step(self, actions: Any) -> tuple:
-        return self.env.step(actions)
-
-    def call(self, name: str, args: tuple, kwargs: dict) -> tuple:
-        return tuple(self.env.call(name, *args, **kwargs))
-
-    def get_attr(self, name: str) -> tuple:
-        return tuple(self.env.get_attr(name))
-
-    def set_attr(self, name: str, values: list | tuple) -> None:
-        self.env.set_attr(name, values)
-
-    def close(self) -> None:
-        """Closes the env (and its servers), then frees its multiprocessing objects now:
-        Ray ends the actor's child processes (the resource tracker too) before Python's
-        finalizers would run, which otherwise prints resource_tracker KeyErrors."""
-        if self.env is not None:
-            self.env.close()
-            self.env = None
-            gc.collect()
 
 
 class RayVectorEnv(VectorEnv):

@@ -44,14 +44,19 @@ from poke_env.battle import (
     MoveCategory,
     Pokemon,
     PokemonType,
-    SideCondition,
 )
-from poke_env.battle import Status as St
 from poke_env.data import GenData
 
 from mapleenv.actions import move_slots
 from mapleenv.encoders.rich import dex, layout, vocab
 from mapleenv.encoders.rich.damage import DamageEstimator, current_hp
+from mapleenv.encoders.rich.profile import (
+    VOLATILE_CODES,
+    effective_speed,
+    move_static,
+    pokemon_profile,
+    request_tera_types,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +124,7 @@ class RichEncoder:
 
         width = _WIDTH["own_team"]
         base = _OFF["own_team"]
-        tera_types = _request_tera_types(battle)
+        tera_types = request_tera_types(battle)
         for i, mon in enumerate(list(battle.team.values())[:_TEAM]):
             self._pokemon(out, base + i * width, mon, gen, opp_types, opponent=False,
                           tera=tera_types.get(mon.name))
@@ -163,7 +168,7 @@ class RichEncoder:
                mon.ability, tuple(mon.moves), opponent)
         profile = self._profiles.get(key)
         if profile is None:
-            profile = _profile(key)
+            profile = pokemon_profile(key)
             if len(self._profiles) > 20_000:
                 self._profiles.clear()
             self._profiles[key] = profile
@@ -187,7 +192,7 @@ class RichEncoder:
         k = o + _A["volatiles"]
         if effects:
             codes = {e._value_ for e in effects}
-            for i, group in enumerate(_VOLATILE_CODES):
+            for i, group in enumerate(VOLATILE_CODES):
                 if not group.isdisjoint(codes):
                     out[k + i] = 1.0
         n = len(vocab.VOLATILE_EFFECTS)
@@ -215,7 +220,7 @@ class RichEncoder:
         width = _WIDTH["moves"]
         for slot, m in enumerate(slots[:layout.MOVE_SLOTS]):
             o = _OFF["moves"] + slot * width
-            static, mtype, damaging = _static(gen, m.id)
+            static, mtype, damaging = move_static(gen, m.id)
             out[o + _M["present"]] = 1.0
             out[o + _MOVE_STATIC:o + width] = static
             max_pp = m.max_pp
@@ -243,7 +248,7 @@ class RichEncoder:
         found = self._candidates.get(key)
         if found is not None:
             return found
-        revealed = [m for m in opp.moves.values() if _static(gen, m.id)[2]]
+        revealed = [m for m in opp.moves.values() if move_static(gen, m.id)[2]]
         pool = list(revealed)
         if len(opp.moves) < 4:
             bs = opp.base_stats
@@ -304,10 +309,10 @@ class RichEncoder:
 
     @staticmethod
     def _speed(out: np.ndarray, battle: AbstractBattle, me: Pokemon, opp: Pokemon) -> None:
-        mine = _effective_speed(me, me.stats.get("spe"), battle.side_conditions)
+        mine = effective_speed(me, me.stats.get("spe"), battle.side_conditions)
         est = opp.stats.get("spe") or dex.estimated_stats(battle.gen, opp.species,
                                                            opp.level)["spe"]
-        theirs = _effective_speed(opp, est, battle.opponent_side_conditions)
+        theirs = effective_speed(opp, est, battle.opponent_side_conditions)
         if mine <= 0 or theirs <= 0:
             return
         o = _OFF["speed"]
@@ -351,104 +356,3 @@ class RichEncoder:
         fainted = sum(m.fainted for m in opp_team)
         out[o + _B["opponent_alive"]] = (_TEAM - fainted) / _TEAM
         out[o + _B["opponent_revealed"]] = len(opp_team) / _TEAM
-
-
-_EMPTY_STATIC = (np.zeros(_WIDTH["moves"] - _MOVE_STATIC, np.float32), None, False)
-_static_cache: dict[tuple[int, str], tuple[np.ndarray, PokemonType | None, bool]] = {}
-
-
-def _static(gen: int, move_id: str) -> tuple[np.ndarray, PokemonType | None, bool]:
-    """:func:`dex.move_static`, with unknown ids (e.g. ``recharge``) as an empty move."""
-    key = (gen, move_id)
-    found = _static_cache.get(key)
-    if found is None:
-        try:
-            found = dex.move_static(gen, move_id)
-        except Exception:  # noqa: BLE001 - ids missing from poke-env's move data
-            logger.debug("no move data for %r; encoded as an empty move", move_id)
-            found = _EMPTY_STATIC
-        _static_cache[key] = found
-    return found
-
-
-def _request_tera_types(battle: AbstractBattle) -> dict[str, PokemonType]:
-    """Our Pokémon's Tera types by name, from the last request (poke-env only learns a
-    Tera type when the Pokémon terastallizes)."""
-    request = battle.last_request
-    side = request.get("side") if request else None
-    if not side:
-        return {}
-    out = {}
-    for entry in side.get("pokemon", ()):
-        name = entry.get("teraType")
-        tera = _TERA_BY_NAME.get(name.lower()) if name else None
-        if tera is not None:
-            out[entry["ident"][4:]] = tera
-    return out
-
-
-_TERA_BY_NAME = {t.name.lower(): t for t in vocab.TERA_TYPES}
-_TYPE_BY_CODE = {t._value_: t for t in PokemonType}
-_TERA_BY_CODE = {t._value_: t for t in vocab.TERA_TYPES}
-_STATUS_BY_CODE = {s._value_: s for s in St}
-_VOLATILE_CODES = tuple(frozenset(e._value_ for e in group)
-                        for group in vocab.VOLATILE_EFFECTS.values())
-
-
-def _effective_speed(mon: Pokemon, stat: int | None,
-                     side: dict[SideCondition, int]) -> float:
-    if not stat:
-        return 0.0
-    speed = stat * _BOOST_MULT[max(-6, min(6, mon.boosts.get("spe", 0)))]
-    if mon.status is St.PAR:
-        speed *= 0.5
-    if mon.item == "choicescarf":
-        speed *= 1.5
-    if SideCondition.TAILWIND in side:
-        speed *= 2.0
-    return speed
-
-
-def _profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType, ...]]:
-    """A Pokémon's cached block tail (``level`` onwards) and the types it attacks with."""
-    (gen, _, level, type_codes, tera_code, terastallized, base_stats, status_code, counter,
-     item, ability, moves, opponent) = key
-    types = tuple(_TYPE_BY_CODE[c] for c in type_codes)
-    tera = _TERA_BY_CODE.get(tera_code)
-    status = _STATUS_BY_CODE.get(status_code)
-    v = np.zeros(_WIDTH["own_team"] - _PROFILE, np.float32)
-
-    def at(name: str) -> int:
-        return _P[name] - _PROFILE
-
-    v[at("level")] = min(level, 100) / 100.0
-    for t in types:
-        k = vocab.TYPE_INDEX.get(t)
-        if k is not None:
-            v[at("types") + k] = 1.0
-    if tera in vocab.TERA_INDEX:
-        v[at("tera_type") + vocab.TERA_INDEX[tera]] = 1.0
-        v[at("tera_known")] = 1.0
-    v[at("terastallized")] = terastallized
-    k = at("base_stats")
-    v[k:k + 6] = np.minimum(np.asarray(base_stats, np.float32) / 255.0, 1.0)
-    if status is not None and status is not St.FNT:
-        v[at("status") + vocab.STATUS_INDEX[status]] = 1.0
-        v[at("status_turns")] = min(counter, 8) / 8.0
-    if item != UNKNOWN_ITEM:
-        v[at("item_known")] = 1.0
-        if not item:
-            v[at("item_none")] = 1.0
-        else:
-            k = vocab.ITEM_INDEX.get(item)
-            if k is None:
-                k = vocab.BERRY_INDEX if item.endswith("berry") else vocab.OTHER_ITEM
-            v[at("item_flags") + k] = 1.0
-    if ability:
-        v[at("ability_known")] = 1.0
-        v[at("ability_flags") + vocab.ABILITY_INDEX.get(ability, vocab.OTHER_ABILITY)] = 1.0
-    attack = [t for move_id in moves[:4] for _, t, damaging in [_static(gen, move_id)]
-              if damaging and t is not None]
-    if opponent and not moves:
-        attack = list(types)
-    return v, tuple(dict.fromkeys(attack))
