@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BattleAborted", "PokemonEnv"]
 
+
 class PokemonEnv(gymnasium.Env):
     """Singles battles against a fixed opponent; one battle per episode.
 
@@ -84,17 +85,27 @@ class PokemonEnv(gymnasium.Env):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, battle_format: str = "gen9randombattle",
-                 opponent: str | Player = "random",
-                 server: ServerConfiguration | ShowdownServer | str | None = None,
-                 encoder: str | BattleEncoder = "simple",
-                 reward: RewardConfig | Mapping[str, Any] | None = None,
-                 log_dir: str | Path | None = None, max_turns: int | None = None,
-                 seed: int | None = None, *, backend: str = "server",
-                 backend_kwargs: Mapping[str, Any] | None = None, timeout: float = 60.0,
-                 reconnect_timeout: float = 60.0, team: Any = None,
-                 plugins: Iterable[str] = (), record_dir: str | Path | None = None,
-                 replay_dir: str | Path | None = None, teacher: str | None = None):
+    def __init__(
+        self,
+        battle_format: str = "gen9randombattle",
+        opponent: str | Player = "random",
+        server: ServerConfiguration | ShowdownServer | str | None = None,
+        encoder: str | BattleEncoder = "simple",
+        reward: RewardConfig | Mapping[str, Any] | None = None,
+        log_dir: str | Path | None = None,
+        max_turns: int | None = None,
+        seed: int | None = None,
+        *,
+        backend: str = "server",
+        backend_kwargs: Mapping[str, Any] | None = None,
+        timeout: float = 60.0,
+        reconnect_timeout: float = 60.0,
+        team: Any = None,
+        plugins: Iterable[str] = (),
+        record_dir: str | Path | None = None,
+        replay_dir: str | Path | None = None,
+        teacher: str | None = None,
+    ):
         for module in plugins:
             importlib.import_module(module)
         fmt = battle_format.lower()
@@ -115,8 +126,11 @@ class PokemonEnv(gymnasium.Env):
         self.replay_dir = replay_dir
         self.encoder = make_encoder(encoder)
         self.reward_tracker = RewardTracker(reward)
-        self.opponent = (opponent if isinstance(opponent, Player)
-                         else make_opponent(opponent, battle_format=battle_format, seed=seed))
+        self.opponent = (
+            opponent
+            if isinstance(opponent, Player)
+            else make_opponent(opponent, battle_format=battle_format, seed=seed)
+        )
         self.opponent_name = opponent if isinstance(opponent, str) else type(opponent).__name__
         self.action_space = spaces.Discrete(action_space_size(self.gen))
         n_actions = int(self.action_space.n)
@@ -124,8 +138,11 @@ class PokemonEnv(gymnasium.Env):
             "observation": observation_box(self.encoder),
             "action_mask": spaces.Box(0, 1, (n_actions,), dtype=np.int8),
         }
-        self.teacher = (None if teacher is None
-                        else make_opponent(teacher, battle_format=battle_format, seed=seed))
+        self.teacher = (
+            None
+            if teacher is None
+            else make_opponent(teacher, battle_format=battle_format, seed=seed)
+        )
         if self.teacher is not None:
             obs_spaces["teacher_action"] = spaces.Box(-1, n_actions - 1, (1,), dtype=np.int64)
         self.observation_space = spaces.Dict(obs_spaces)
@@ -146,12 +163,15 @@ class PokemonEnv(gymnasium.Env):
             elif isinstance(server, ServerConfiguration):
                 self._server_configuration = server
             else:
-                raise TypeError(f"server must be None, a ShowdownServer, a "
-                                f"ServerConfiguration or a URL, not {server!r}")
+                raise TypeError(
+                    f"server must be None, a ShowdownServer, a "
+                    f"ServerConfiguration or a URL, not {server!r}"
+                )
         elif not backend_available(backend):
             raise NotImplementedError(
                 f"backend {backend!r} is not available (registered: "
-                f"{', '.join(available_backends())}); see register_backend")
+                f"{', '.join(available_backends())}); see register_backend"
+            )
         self._backend: BattleBackend | None = None
         self._battle: Battle | None = None
         self._legal: dict[int, BattleOrder] = {}
@@ -172,13 +192,22 @@ class PokemonEnv(gymnasium.Env):
 
     def _make_backend(self, seed: int | None) -> BattleBackend:
         if self.backend_name == "server":
-            return ShowdownBackend(self._server_config(), self.battle_format, self.opponent,
-                                   team=self.team, timeout=self.timeout,
-                                   record_dir=self.record_dir)
-        return BACKENDS[self.backend_name](battle_format=self.battle_format,
-                                           opponent=self.opponent, seed=seed,
-                                           log_dir=self.log_dir, team=self.team,
-                                           **self.backend_kwargs)
+            return ShowdownBackend(
+                self._server_config(),
+                self.battle_format,
+                self.opponent,
+                team=self.team,
+                timeout=self.timeout,
+                record_dir=self.record_dir,
+            )
+        return BACKENDS[self.backend_name](
+            battle_format=self.battle_format,
+            opponent=self.opponent,
+            seed=seed,
+            log_dir=self.log_dir,
+            team=self.team,
+            **self.backend_kwargs,
+        )
 
     def _drop_backend(self) -> None:
         backend, self._backend = self._backend, None
@@ -190,10 +219,16 @@ class PokemonEnv(gymnasium.Env):
     def _observe(self, battle: Battle) -> dict[str, np.ndarray]:
         self._legal = legal_actions(battle)
         obs = self.encoder.encode(battle)
-        np.clip(obs, self.observation_space["observation"].low,
-                self.observation_space["observation"].high, out=obs)
-        self._last_obs = {"observation": obs,
-                          "action_mask": mask_from_legal(self._legal, int(self.action_space.n))}
+        np.clip(
+            obs,
+            self.observation_space["observation"].low,
+            self.observation_space["observation"].high,
+            out=obs,
+        )
+        self._last_obs = {
+            "observation": obs,
+            "action_mask": mask_from_legal(self._legal, int(self.action_space.n)),
+        }
         if self.teacher is not None:
             self._last_obs["teacher_action"] = np.array([self._teacher_action(battle)])
         return self._last_obs
@@ -216,8 +251,9 @@ class PokemonEnv(gymnasium.Env):
         return dict(self._legal)
 
     # -- Gymnasium API
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict]:
         if self._closed:
             raise RuntimeError("env is closed")
         if seed is None and self._seed is not None:
@@ -235,10 +271,12 @@ class PokemonEnv(gymnasium.Env):
             except BattleAborted as exc:
                 self._drop_backend()
                 if attempt == attempts:
-                    raise ShowdownError(f"could not start a battle after {attempts} "
-                                        f"attempts: {exc}") from exc
-                logger.warning("reset: %s; reconnecting (attempt %d/%d)", exc, attempt + 1,
-                               attempts)
+                    raise ShowdownError(
+                        f"could not start a battle after {attempts} attempts: {exc}"
+                    ) from exc
+                logger.warning(
+                    "reset: %s; reconnecting (attempt %d/%d)", exc, attempt + 1, attempts
+                )
         self._battle = battle
         self._episode_over = battle.finished
         self.reward_tracker.reset()
@@ -251,7 +289,8 @@ class PokemonEnv(gymnasium.Env):
         if order is None:
             raise ValueError(
                 f"illegal action {action!r} in {self._battle.battle_tag} (turn "
-                f"{self._battle.turn}); legal: {describe_legal(self._legal)}")
+                f"{self._battle.turn}); legal: {describe_legal(self._legal)}"
+            )
         try:
             battle = self._backend.step(order)
         except BattleAborted as exc:
@@ -259,20 +298,31 @@ class PokemonEnv(gymnasium.Env):
             self._drop_backend()
             self._episode_over = True
             assert self._last_obs is not None
-            return self._last_obs, 0.0, False, True, {
-                "battle_tag": self._battle.battle_tag, "turns": self._battle.turn,
-                "aborted": str(exc)}
+            return (
+                self._last_obs,
+                0.0,
+                False,
+                True,
+                {
+                    "battle_tag": self._battle.battle_tag,
+                    "turns": self._battle.turn,
+                    "aborted": str(exc),
+                },
+            )
         self._battle = battle
         obs = self._observe(battle)
         reward = self.reward_tracker.compute(battle)
         terminated = battle.finished
-        truncated = (not terminated and self.max_turns is not None
-                     and battle.turn >= self.max_turns)
+        truncated = not terminated and self.max_turns is not None and battle.turn >= self.max_turns
         info: dict[str, Any] = {}
         if terminated or truncated:
             self._episode_over = True
-            info = {"won": bool(battle.won), "battle_tag": battle.battle_tag,
-                    "turns": battle.turn, "opponent": self.opponent_label(battle.battle_tag)}
+            info = {
+                "won": bool(battle.won),
+                "battle_tag": battle.battle_tag,
+                "turns": battle.turn,
+                "opponent": self.opponent_label(battle.battle_tag),
+            }
             if self.replay_dir is not None:
                 battle.save_replay(Path(self.replay_dir) / f"{battle.battle_tag}.html")
         return obs, float(reward), terminated, truncated, info

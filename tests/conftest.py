@@ -94,9 +94,12 @@ class _ReplayPlayer(Player):
     """Feeds recorded frames through poke-env's own message handling (no socket)."""
 
     def __init__(self, username: str, on_decision: Callable[[AbstractBattle], Any]):
-        super().__init__(account_configuration=AccountConfiguration(username, None),
-                         battle_format="gen9randombattle", start_listening=False,
-                         log_level=logging.ERROR)
+        super().__init__(
+            account_configuration=AccountConfiguration(username, None),
+            battle_format="gen9randombattle",
+            start_listening=False,
+            log_level=logging.ERROR,
+        )
         self.on_decision = on_decision
         self.results: list[Any] = []
 
@@ -121,12 +124,13 @@ def _recorded_username(frames: list[str]) -> str:
     for frame in frames:
         for line in frame.split("\n"):
             if line.startswith("|request|{"):
-                return json.loads(line[len("|request|"):])["side"]["name"]
+                return json.loads(line[len("|request|") :])["side"]["name"]
     raise ValueError("no request in the recording")
 
 
-def replay_decisions(path: Path, on_decision: Callable[[AbstractBattle], Any]
-                     ) -> tuple[list[Any], AbstractBattle]:
+def replay_decisions(
+    path: Path, on_decision: Callable[[AbstractBattle], Any]
+) -> tuple[list[Any], AbstractBattle]:
     """Replay a recorded battle; ``on_decision(battle)`` runs at each decision the
     recorded player had to make. Returns its results and the final battle."""
     frames = load_frames(path)
@@ -141,20 +145,34 @@ def replay_decisions(path: Path, on_decision: Callable[[AbstractBattle], Any]
 # ------------------------------------------------------------- synthetic battles
 
 
-def _request_mon(species: str, level: int, condition: str, moves: list[str],
-                 active: bool) -> dict[str, Any]:
-    return {"ident": f"p1: {species}", "details": f"{species}, L{level}",
-            "condition": condition, "active": active,
-            "stats": {"atk": 100, "def": 100, "spa": 100, "spd": 100, "spe": 100},
-            "moves": moves, "baseAbility": "pressure", "item": "", "pokeball": "pokeball",
-            "ability": "pressure", "commanding": False, "reviving": False,
-            "teraType": "Normal", "terastallized": ""}
+def _request_mon(
+    species: str, level: int, condition: str, moves: list[str], active: bool
+) -> dict[str, Any]:
+    return {
+        "ident": f"p1: {species}",
+        "details": f"{species}, L{level}",
+        "condition": condition,
+        "active": active,
+        "stats": {"atk": 100, "def": 100, "spa": 100, "spd": 100, "spe": 100},
+        "moves": moves,
+        "baseAbility": "pressure",
+        "item": "",
+        "pokeball": "pokeball",
+        "ability": "pressure",
+        "commanding": False,
+        "reviving": False,
+        "teraType": "Normal",
+        "terastallized": "",
+    }
 
 
-def synthetic_battle(team: list[tuple[str, int, str, list[str]]],
-                     request_moves: list[str] | None = None,
-                     opponent_messages: list[list[str]] = (),
-                     can_tera: bool = False, trapped: bool = False) -> Battle:
+def synthetic_battle(
+    team: list[tuple[str, int, str, list[str]]],
+    request_moves: list[str] | None = None,
+    opponent_messages: list[list[str]] = (),
+    can_tera: bool = False,
+    trapped: bool = False,
+) -> Battle:
     """A gen 9 ``Battle`` seen by p1 ("maple") built from a crafted request.
 
     ``team``: (species, level, condition like "50/100 par" or "0 fnt", moves); the
@@ -162,20 +180,30 @@ def synthetic_battle(team: list[tuple[str, int, str, list[str]]],
     ``opponent_messages``: protocol lines for p2, e.g. ``["switch", "p2a: Gyarados",
     "Gyarados, L80", "100/100"]``.
     """
-    battle = Battle("battle-gen9randombattle-1", "maple", logging.getLogger("synthetic"),
-                    gen=9)
+    battle = Battle("battle-gen9randombattle-1", "maple", logging.getLogger("synthetic"), gen=9)
     species, level, condition, moves = team[0]
     offered = moves if request_moves is None else request_moves
-    active: dict[str, Any] = {"moves": [
-        {"move": m, "id": m, "pp": 10, "maxpp": 10, "target": "normal", "disabled": False}
-        for m in offered]}
+    active: dict[str, Any] = {
+        "moves": [
+            {"move": m, "id": m, "pp": 10, "maxpp": 10, "target": "normal", "disabled": False}
+            for m in offered
+        ]
+    }
     if can_tera:
         active["canTerastallize"] = "Normal"
     if trapped:
         active["trapped"] = True
-    request = {"active": [active], "rqid": 1, "side": {
-        "name": "maple", "id": "p1",
-        "pokemon": [_request_mon(s, lv, c, mv, i == 0) for i, (s, lv, c, mv) in enumerate(team)]}}
+    request = {
+        "active": [active],
+        "rqid": 1,
+        "side": {
+            "name": "maple",
+            "id": "p1",
+            "pokemon": [
+                _request_mon(s, lv, c, mv, i == 0) for i, (s, lv, c, mv) in enumerate(team)
+            ],
+        },
+    }
     battle.parse_request(request)
     battle.parse_message(["", "switch", f"p1a: {species}", f"{species}, L{level}", condition])
     for message in opponent_messages:

@@ -222,11 +222,13 @@ def test_resumed_metrics_with_new_columns_keep_every_row_under_its_header(tmp_pa
     second = MetricsLogger(
         tmp_path, tensorboard=False, extra_columns=("win_rate/heuristic", "win_rate/random")
     )
-    second.write({"iteration": 2, "global_step": 128, "win_rate/heuristic": 0.25,
-                  "win_rate/random": 0.75})
+    second.write(
+        {"iteration": 2, "global_step": 128, "win_rate/heuristic": 0.25, "win_rate/random": 0.75}
+    )
     second.close()
     rows = read_metrics(tmp_path)
     assert [(r["global_step"], r["win_rate/random"], r["win_rate/heuristic"]) for r in rows] == [
-        ("64", "0.5", ""), ("128", "0.75", "0.25")
+        ("64", "0.5", ""),
+        ("128", "0.75", "0.25"),
     ]
     assert not list(tmp_path.glob("*.tmp"))

@@ -15,8 +15,7 @@ pytestmark = pytest.mark.integration
 
 def test_two_direct_envs_play_full_episodes_and_leave_no_node_behind() -> None:
     before = set(descendant_node_pids())  # e.g. a session-wide Showdown server
-    envs = mapleenv.make_vector_env(2, backend="direct", sim_hosts=0, opponent="random",
-                                    seed=0)
+    envs = mapleenv.make_vector_env(2, backend="direct", sim_hosts=0, opponent="random", seed=0)
     hosts: list[int] = []
     try:
         obs, _ = envs.reset()

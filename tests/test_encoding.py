@@ -20,24 +20,29 @@ from mapleenv.encoders.simple import BOOSTS, TYPES
 
 def _pikachu_vs_gyarados():
     return synthetic_battle(
-        [("Pikachu", 50, "50/100 par", ["thunderbolt", "quickattack"]),
-         ("Snorlax", 80, "0 fnt", ["bodyslam"]),
-         ("Eevee", 50, "100/100", ["tackle"])],
-        opponent_messages=[["switch", "p2a: Gyarados", "Gyarados, L80, M", "100/100"],
-                           ["-damage", "p2a: Gyarados", "40/100"],
-                           ["-status", "p2a: Gyarados", "brn"],
-                           ["-boost", "p1a: Pikachu", "spa", "2"]])
+        [
+            ("Pikachu", 50, "50/100 par", ["thunderbolt", "quickattack"]),
+            ("Snorlax", 80, "0 fnt", ["bodyslam"]),
+            ("Eevee", 50, "100/100", ["tackle"]),
+        ],
+        opponent_messages=[
+            ["switch", "p2a: Gyarados", "Gyarados, L80, M", "100/100"],
+            ["-damage", "p2a: Gyarados", "40/100"],
+            ["-status", "p2a: Gyarados", "brn"],
+            ["-boost", "p1a: Pikachu", "spa", "2"],
+        ],
+    )
 
 
 def test_simple_encoder_hand_worked_vector():
     encoder = SimpleEncoder()
-    own = [0.5, 1, 0, 0, 0, 1, 1, 0, 0] + [0] * 9                # hp, active, fainted x6
-    opp = [0.4, 1, 1, 0] + [1, 0, 0, 0] * 5                       # unseen count as full HP
+    own = [0.5, 1, 0, 0, 0, 1, 1, 0, 0] + [0] * 9  # hp, active, fainted x6
+    opp = [0.4, 1, 1, 0] + [1, 0, 0, 0] * 5  # unseen count as full HP
     types = np.zeros(2 * len(TYPES))
     types[TYPES.index(PokemonType.ELECTRIC)] = 1
     types[len(TYPES) + TYPES.index(PokemonType.WATER)] = 1
     types[len(TYPES) + TYPES.index(PokemonType.FLYING)] = 1
-    moves = [0.9 * 4, 0.4 * 1, 0, 0]                              # Thunderbolt 4x, Quick Attack 1x
+    moves = [0.9 * 4, 0.4 * 1, 0, 0]  # Thunderbolt 4x, Quick Attack 1x
     boosts = np.zeros(2 * len(BOOSTS))
     boosts[BOOSTS.index("spa")] = 2 / 6
     status = np.zeros(2 * len(Status))

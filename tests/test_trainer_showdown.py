@@ -23,8 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
     # No server_url: the run starts its own simulator hosts or server.
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
-         f"env.backend={backend}"],
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            f"hydra.run.dir={tmp_path}",
+            f"env.backend={backend}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -60,10 +66,21 @@ def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
 @pytest.mark.timeout(300)
 def test_kickstarting_from_the_heuristic_teacher(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
-         "env.teacher=heuristic", "algo.kickstart_coef=1.0", "algo.kickstart_steps=64",
-         "tensorboard=false"],
-        cwd=ROOT, capture_output=True, text=True, timeout=280,
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            f"hydra.run.dir={tmp_path}",
+            "env.teacher=heuristic",
+            "algo.kickstart_coef=1.0",
+            "algo.kickstart_steps=64",
+            "tensorboard=false",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     with (tmp_path / "metrics.csv").open() as f:
@@ -76,8 +93,17 @@ def test_kickstarting_from_the_heuristic_teacher(tmp_path: Path) -> None:
 
 def test_kickstarting_without_a_teacher_is_a_config_error(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
-         "algo.kickstart_coef=1.0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            f"hydra.run.dir={tmp_path}",
+            "algo.kickstart_coef=1.0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2 and "needs env.teacher" in proc.stderr + proc.stdout

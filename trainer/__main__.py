@@ -51,8 +51,12 @@ def _hydra_main(cfg: DictConfig) -> None:
         log.error("%s", exc)
         sys.exit(2)
     except ShardFailedError as exc:
-        log.error("%s; last checkpoint: %s/checkpoints/last.pt (continue with resume=%s)",
-                  exc, run_dir, run_dir)
+        log.error(
+            "%s; last checkpoint: %s/checkpoints/last.pt (continue with resume=%s)",
+            exc,
+            run_dir,
+            run_dir,
+        )
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -22,9 +22,7 @@ def finished_values(info: dict[str, Any], done: np.ndarray, key: str) -> dict[in
     values, present = final.get(key), final.get(f"_{key}")
     if values is None:
         return {}
-    return {
-        int(i): values[i] for i in np.flatnonzero(done) if present is None or present[i]
-    }
+    return {int(i): values[i] for i in np.flatnonzero(done) if present is None or present[i]}
 
 
 def plain(value: Any) -> Any:
@@ -49,8 +47,9 @@ def win_rate_columns(opponent: Any) -> list[str]:
     return [f"win_rate/{name}" for name in opponent_names(plain(opponent))]
 
 
-def opponent_win_rates(columns: Iterable[str], opponents: Sequence[str],
-                       wins: Sequence[bool]) -> dict[str, float]:
+def opponent_win_rates(
+    columns: Iterable[str], opponents: Sequence[str], wins: Sequence[bool]
+) -> dict[str, float]:
     """Win rate per ``win_rate/<name>`` column over episodes (NaN: none against it)."""
     totals: dict[str, list[int]] = {}
     for name, won in zip(opponents, wins, strict=True):

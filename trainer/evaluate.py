@@ -61,8 +61,13 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
     replay_dir = output.parent / "replays" if cfg.save_replays else None
     console = Console(stderr=True)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=console, disable=not console.is_terminal) as bar:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    ) as bar:
         tasks = {name: bar.add_task(f"vs {name}", total=cfg.battles) for name in cfg.opponents}
 
         def progress(name: str, done: int, total: int) -> None:
@@ -71,15 +76,32 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
                 log.info("vs %s: %d/%d battles", name, done, total)
 
         results = evaluate_policy(
-            policy, list(cfg.opponents), cfg.battles, battle_format=battle_format,
-            encoder=encoder, num_envs=cfg.num_envs, sample=cfg.sample, device=device,
-            seed=cfg.seed, max_turns=max_turns, backend=cfg.backend,
-            server_url=cfg.server_url, log_dir=output_dir / "showdown",
-            replay_dir=replay_dir, progress=progress)
+            policy,
+            list(cfg.opponents),
+            cfg.battles,
+            battle_format=battle_format,
+            encoder=encoder,
+            num_envs=cfg.num_envs,
+            sample=cfg.sample,
+            device=device,
+            seed=cfg.seed,
+            max_turns=max_turns,
+            backend=cfg.backend,
+            server_url=cfg.server_url,
+            log_dir=output_dir / "showdown",
+            replay_dir=replay_dir,
+            progress=progress,
+        )
     document = results_json(
-        results, checkpoint=str(cfg.checkpoint), global_step=checkpoint.get("global_step"),
-        battle_format=battle_format, encoder=encoder,
-        policy="sampled" if cfg.sample else "greedy", seed=cfg.seed, max_turns=max_turns)
+        results,
+        checkpoint=str(cfg.checkpoint),
+        global_step=checkpoint.get("global_step"),
+        battle_format=battle_format,
+        encoder=encoder,
+        policy="sampled" if cfg.sample else "greedy",
+        seed=cfg.seed,
+        max_turns=max_turns,
+    )
     write_json(output, document)
     Console().print(results_table(results, title=f"{cfg.checkpoint} ({document['policy']})"))
     print(f"results: {output}" + (f"; replays: {replay_dir}" if replay_dir else ""))

@@ -110,9 +110,7 @@ def ppo_losses(
     return PPOLosses(loss, pg_loss, v_loss, entropy_mean, approx_kl, clip_frac)
 
 
-def kickstart_terms(
-    out: MinibatchEval, taught: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+def kickstart_terms(out: MinibatchEval, taught: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Kickstarting loss ``-mean log pi(teacher action)`` and agreement with the teacher,
     over the ``taught`` steps (valid steps that have a teacher action)."""
     taught_count = taught.sum().clamp(min=1.0)
@@ -167,9 +165,16 @@ def ppo_update(
             with autocast:
                 out = evaluate_chunks(policy, batch, idx)
             losses = ppo_losses(
-                out.logp, batch.logp[:, idx], advantages[:, idx], out.values,
-                batch.values[:, idx], batch.returns[:, idx], out.entropy, valid, cfg,
-            )  # fmt: skip
+                out.logp,
+                batch.logp[:, idx],
+                advantages[:, idx],
+                out.values,
+                batch.values[:, idx],
+                batch.returns[:, idx],
+                out.entropy,
+                valid,
+                cfg,
+            )
             loss = losses.loss
             step_stats = losses._asdict()
             del step_stats["loss"]

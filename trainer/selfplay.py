@@ -59,7 +59,10 @@ class SnapshotPool:
         if archive_size < 0 or archive_every < 1:
             raise ValueError("selfplay.archive_size must be >= 0 and archive_every >= 1")
         self.pool_size, self.archive_size, self.archive_every = (
-            pool_size, archive_size, archive_every)
+            pool_size,
+            archive_size,
+            archive_every,
+        )
         self.recent: list[dict[str, Any]] = []
         self.archive: list[dict[str, Any]] = []
         self.next_id = 0
@@ -81,15 +84,15 @@ class SnapshotPool:
             old = self.recent.pop(0)
             if self.archive_size and old["id"] % self.archive_every == 0:
                 self.archive.append(old)
-                del self.archive[:-self.archive_size]
+                del self.archive[: -self.archive_size]
         return snapshot
 
     def state_dict(self) -> dict[str, Any]:
         return {"recent": self.recent, "archive": self.archive, "next_id": self.next_id}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.recent = list(state["recent"])[-self.pool_size:]
-        self.archive = list(state["archive"])[-self.archive_size:] if self.archive_size else []
+        self.recent = list(state["recent"])[-self.pool_size :]
+        self.archive = list(state["archive"])[-self.archive_size :] if self.archive_size else []
         self.next_id = int(state["next_id"])
 
 

@@ -63,8 +63,6 @@ def backend_available(name: str) -> bool:
     return name in BACKENDS
 
 
-
 def available_backends() -> list[str]:
     """Names usable as ``backend=`` right now (``server`` and the registered ones)."""
     return ["server", *sorted(BACKENDS)]
-

@@ -52,8 +52,9 @@ class _DrivenPlayer(Player):
     :meth:`answer` -- so an order can never reach another request.
     """
 
-    def __init__(self, role: str, events: queue.SimpleQueue, *, record: bool = False,
-                 **kwargs: Any):
+    def __init__(
+        self, role: str, events: queue.SimpleQueue, *, record: bool = False, **kwargs: Any
+    ):
         super().__init__(start_listening=False, **kwargs)
         self.role = role
         self._events = events
@@ -79,6 +80,7 @@ class _DrivenPlayer(Player):
 
     def answer(self, reply: asyncio.Future, order: BattleOrder) -> None:
         """Resolve a decision's future with ``order`` (thread-safe, once)."""
+
         def resolve() -> None:
             if not reply.done():
                 reply.set_result(order)
@@ -106,27 +108,48 @@ class ShowdownBackend:
     :class:`BattleAborted` (the env then drops this backend and reconnects).
     """
 
-    def __init__(self, server_configuration: ServerConfiguration, battle_format: str,
-                 opponent: Player, *, team: Any = None, timeout: float = 60.0,
-                 record_dir: str | Path | None = None, log_level: int = logging.WARNING):
+    def __init__(
+        self,
+        server_configuration: ServerConfiguration,
+        battle_format: str,
+        opponent: Player,
+        *,
+        team: Any = None,
+        timeout: float = 60.0,
+        record_dir: str | Path | None = None,
+        log_level: int = logging.WARNING,
+    ):
         self.server_configuration = server_configuration
         self.opponent = opponent
         self.timeout = timeout
         self.record_dir = Path(record_dir) if record_dir is not None else None
         self._events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever,
-                                        name="maple-env-loop", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="maple-env-loop", daemon=True
+        )
         self._thread.start()
-        common = dict(battle_format=battle_format, server_configuration=server_configuration,
-                      max_concurrent_battles=1, loop=self._loop, team=team,
-                      log_level=log_level)
+        common = dict(
+            battle_format=battle_format,
+            server_configuration=server_configuration,
+            max_concurrent_battles=1,
+            loop=self._loop,
+            team=team,
+            log_level=log_level,
+        )
         self.agent = _DrivenPlayer(
-            "agent", self._events, record=self.record_dir is not None,
-            account_configuration=AccountConfiguration(unique_username("a"), None), **common)
+            "agent",
+            self._events,
+            record=self.record_dir is not None,
+            account_configuration=AccountConfiguration(unique_username("a"), None),
+            **common,
+        )
         self.rival = _DrivenPlayer(
-            "rival", self._events,
-            account_configuration=AccountConfiguration(unique_username("b"), None), **common)
+            "rival",
+            self._events,
+            account_configuration=AccountConfiguration(unique_username("b"), None),
+            **common,
+        )
         self.battle: Battle | None = None
         self.rival_battle: Battle | None = None
         self._agent_reply: asyncio.Future | None = None  # the agent's pending decision
@@ -146,11 +169,11 @@ class ShowdownBackend:
         try:
             event = self._events.get(timeout=timeout)
         except queue.Empty:
-            raise BattleAborted(f"no reply from {self.server_configuration.websocket_url} "
-                                f"within {timeout:.0f} s") from None
-        if event.item is _CLOSED:
             raise BattleAborted(
-                f"connection to {self.server_configuration.websocket_url} closed")
+                f"no reply from {self.server_configuration.websocket_url} within {timeout:.0f} s"
+            ) from None
+        if event.item is _CLOSED:
+            raise BattleAborted(f"connection to {self.server_configuration.websocket_url} closed")
         if event.role == "challenge":
             raise BattleAborted(f"challenge failed: {event.item!r}")
         return event
@@ -180,8 +203,10 @@ class ShowdownBackend:
         order = self.opponent.choose_move(battle)
         if inspect.isawaitable(order):
             self.rival.answer(event.reply, _NoOrder())
-            raise TypeError(f"opponent {type(self.opponent).__name__}.choose_move returned "
-                            "an awaitable; opponents must choose synchronously")
+            raise TypeError(
+                f"opponent {type(self.opponent).__name__}.choose_move returned "
+                "an awaitable; opponents must choose synchronously"
+            )
         self.rival.answer(event.reply, order)
 
     def _advance(self) -> Battle:
@@ -247,8 +272,11 @@ class ShowdownBackend:
             raise BattleAborted(f"not connected to {self.server_configuration.websocket_url}")
         self._finish_battle()
         self._drain()
-        if self._challenge is not None and self._challenge.done() and \
-                self._challenge.exception() is not None:
+        if (
+            self._challenge is not None
+            and self._challenge.done()
+            and self._challenge.exception() is not None
+        ):
             raise BattleAborted(f"challenge failed: {self._challenge.exception()!r}")
         for player in (self.agent, self.rival):
             player.reset_battles()
@@ -259,7 +287,8 @@ class ShowdownBackend:
         if self.agent.frames is not None:
             self.agent.frames.clear()
         self._challenge = asyncio.run_coroutine_threadsafe(
-            self.agent.battle_against(self.rival, n_battles=1), self._loop)
+            self.agent.battle_against(self.rival, n_battles=1), self._loop
+        )
         self._challenge.add_done_callback(self._on_challenge_done)
         return self._advance()
 
@@ -334,7 +363,7 @@ def wait_for_server(configuration: ServerConfiguration, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not port_is_open(port, host):
         if time.monotonic() > deadline:
-            raise ShowdownError(f"Showdown server {host}:{port} is unreachable "
-                                f"(waited {timeout:.0f} s)")
+            raise ShowdownError(
+                f"Showdown server {host}:{port} is unreachable (waited {timeout:.0f} s)"
+            )
         time.sleep(0.2)
-

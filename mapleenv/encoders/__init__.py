@@ -39,9 +39,12 @@ class BattleEncoder(Protocol):
 
 def observation_box(encoder: BattleEncoder) -> spaces.Box:
     """The Gymnasium ``Box`` of an encoder's vectors."""
-    return spaces.Box(low=np.asarray(encoder.low, dtype=np.float32),
-                      high=np.asarray(encoder.high, dtype=np.float32),
-                      shape=(encoder.size,), dtype=np.float32)
+    return spaces.Box(
+        low=np.asarray(encoder.low, dtype=np.float32),
+        high=np.asarray(encoder.high, dtype=np.float32),
+        shape=(encoder.size,),
+        dtype=np.float32,
+    )
 
 
 EncoderFactory = Callable[[], BattleEncoder]
@@ -82,5 +85,7 @@ def make_encoder(encoder: str | BattleEncoder) -> BattleEncoder:
         module, _, attr = encoder.partition(":")
         factory = getattr(importlib.import_module(module), attr)
         return factory()
-    raise ValueError(f"unknown encoder {encoder!r}; valid: {', '.join(sorted(ENCODERS))} "
-                     "(or 'package.module:factory')")
+    raise ValueError(
+        f"unknown encoder {encoder!r}; valid: {', '.join(sorted(ENCODERS))} "
+        "(or 'package.module:factory')"
+    )

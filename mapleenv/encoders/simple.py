@@ -62,7 +62,7 @@ class SimpleEncoder:
             out[j + 2] = float(mon.fainted)
             own_fainted += mon.fainted
         i += 3 * TEAM_SIZE
-        out[i:i + 4 * TEAM_SIZE:4] = [1.0] * TEAM_SIZE  # unseen opponents count as full HP
+        out[i : i + 4 * TEAM_SIZE : 4] = [1.0] * TEAM_SIZE  # unseen opponents count as full HP
         opp_fainted = 0
         for k, mon in enumerate(list(battle.opponent_team.values())[:TEAM_SIZE]):
             j = i + 4 * k
@@ -108,5 +108,3 @@ def _multiplier(move: Move, target: Pokemon) -> float:
     if value is None:
         value = _MULTIPLIERS[key] = target.damage_multiplier(move)
     return value
-
-

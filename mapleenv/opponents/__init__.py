@@ -62,8 +62,9 @@ def opponent_names() -> list[str]:
     return [*BASELINES, *(f"{p}:<...>" for p in sorted(_FACTORIES))]
 
 
-def make_opponent(name: str, battle_format: str = "gen9randombattle", *,
-                  seed: int | None = None, **kwargs: Any) -> Player:
+def make_opponent(
+    name: str, battle_format: str = "gen9randombattle", *, seed: int | None = None, **kwargs: Any
+) -> Player:
     """Build the opponent called ``name`` (extra ``kwargs`` go to the Player/factory;
     ``seed`` goes to registered factories only)."""
     prefix, _, argument = name.partition(":")
@@ -71,8 +72,7 @@ def make_opponent(name: str, battle_format: str = "gen9randombattle", *,
         for module in PLUGIN_MODULES:
             importlib.import_module(module)
     if prefix in BASELINES and not argument:
-        kwargs.setdefault("account_configuration",
-                          AccountConfiguration(unique_username("o"), None))
+        kwargs.setdefault("account_configuration", AccountConfiguration(unique_username("o"), None))
         kwargs.setdefault("log_level", logging.WARNING)
         return BASELINES[prefix](battle_format=battle_format, start_listening=False, **kwargs)
     if prefix in _FACTORIES:

@@ -43,13 +43,14 @@ _MAX_TRACKED_BATTLES = 64
 def parse_mix(value: str | Mapping[str, Any]) -> dict[str, float]:
     """``{name: weight}`` from a mapping or ``"[mix:]a=0.5,b=0.5"``; ``ValueError`` if bad."""
     if isinstance(value, str):
-        text = value[len(MIX_PREFIX):] if value.startswith(MIX_PREFIX) else value
+        text = value[len(MIX_PREFIX) :] if value.startswith(MIX_PREFIX) else value
         items: list[tuple[str, Any]] = []
         for part in filter(None, (p.strip() for p in text.split(","))):
             name, sep, weight = part.rpartition("=")
             if not sep or not name.strip():
-                raise ValueError(f"bad opponent mix entry {part!r} in {value!r}; "
-                                 "expected name=weight")
+                raise ValueError(
+                    f"bad opponent mix entry {part!r} in {value!r}; expected name=weight"
+                )
             items.append((name.strip(), weight))
     elif isinstance(value, Mapping):
         items = [(str(k), v) for k, v in value.items()]
@@ -108,12 +109,19 @@ class OpponentMix(Player):
         player_kwargs: poke-env ``Player`` arguments (``battle_format``...).
     """
 
-    def __init__(self, members: Mapping[str, Player], weights: Mapping[str, float], *,
-                 seed: int | None = None, **player_kwargs: Any):
+    def __init__(
+        self,
+        members: Mapping[str, Player],
+        weights: Mapping[str, float],
+        *,
+        seed: int | None = None,
+        **player_kwargs: Any,
+    ):
         if set(members) != set(weights):
             raise ValueError(f"members {sorted(members)} and weights {sorted(weights)} differ")
-        player_kwargs.setdefault("account_configuration",
-                                 AccountConfiguration(unique_username("x"), None))
+        player_kwargs.setdefault(
+            "account_configuration", AccountConfiguration(unique_username("x"), None)
+        )
         player_kwargs.setdefault("log_level", logging.WARNING)
         super().__init__(start_listening=False, **player_kwargs)
         self.members = dict(members)
@@ -164,23 +172,29 @@ class OpponentMix(Player):
             raise ValueError(f"{self.name} has no '{SELF}' member to push snapshots to")
         return self.members[SELF]
 
-    def sync_pool(self, add: Sequence[Mapping[str, Any]] = (),
-                  keep: Sequence[int] | None = None) -> list[int]:
+    def sync_pool(
+        self, add: Sequence[Mapping[str, Any]] = (), keep: Sequence[int] | None = None
+    ) -> list[int]:
         return self._self_member().sync_pool(add, keep)
 
     def pool_stats(self) -> dict[str, Any]:
         return self._self_member().pool_stats()
 
 
-def _mix_factory(argument: str, *, battle_format: str, seed: int | None = None,
-                 **kwargs: Any) -> OpponentMix:
+def _mix_factory(
+    argument: str, *, battle_format: str, seed: int | None = None, **kwargs: Any
+) -> OpponentMix:
     weights = {n: w for n, w in parse_mix(argument).items() if w > 0}
     seeds: list[int | None] = [None] * (len(weights) + 1)
     if seed is not None:
-        seeds = [int(s.generate_state(1)[0])
-                 for s in np.random.SeedSequence(seed).spawn(len(weights) + 1)]
-    members = {name: make_opponent(name, battle_format=battle_format, seed=member_seed)
-               for name, member_seed in zip(weights, seeds[1:], strict=True)}
+        seeds = [
+            int(s.generate_state(1)[0])
+            for s in np.random.SeedSequence(seed).spawn(len(weights) + 1)
+        ]
+    members = {
+        name: make_opponent(name, battle_format=battle_format, seed=member_seed)
+        for name, member_seed in zip(weights, seeds[1:], strict=True)
+    }
     return OpponentMix(members, weights, seed=seeds[0], battle_format=battle_format, **kwargs)
 
 

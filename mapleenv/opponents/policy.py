@@ -115,8 +115,14 @@ class FrozenPolicy:
         spec = snapshot["policy"]
         with torch.no_grad():
             checksum = float(sum(p.double().abs().sum() for p in network.parameters()))
-        return cls(network, snapshot_encoder(snapshot), int(spec["n_actions"]),
-                   int(spec["obs_dim"]), int(snapshot.get("id", 0)), checksum)
+        return cls(
+            network,
+            snapshot_encoder(snapshot),
+            int(spec["n_actions"]),
+            int(spec["obs_dim"]),
+            int(snapshot.get("id", 0)),
+            checksum,
+        )
 
 
 class PolicyOpponent(Player):
@@ -130,12 +136,20 @@ class PolicyOpponent(Player):
         player_kwargs: poke-env ``Player`` arguments (``battle_format``...).
     """
 
-    def __init__(self, policies: Iterable[FrozenPolicy] = (), *, sample: bool = True,
-                 seed: int | None = None, name: str = "policy", **player_kwargs: Any):
+    def __init__(
+        self,
+        policies: Iterable[FrozenPolicy] = (),
+        *,
+        sample: bool = True,
+        seed: int | None = None,
+        name: str = "policy",
+        **player_kwargs: Any,
+    ):
         import torch
 
-        player_kwargs.setdefault("account_configuration",
-                                 AccountConfiguration(unique_username("p"), None))
+        player_kwargs.setdefault(
+            "account_configuration", AccountConfiguration(unique_username("p"), None)
+        )
         player_kwargs.setdefault("log_level", logging.WARNING)
         super().__init__(start_listening=False, **player_kwargs)
         self.name = name
@@ -150,8 +164,9 @@ class PolicyOpponent(Player):
         self.decisions = 0  # decisions made by a policy network (not random fallbacks)
 
     # -- pool management (called through ``envs.call("call_opponent", ...)``)
-    def sync_pool(self, add: Sequence[Mapping[str, Any]] = (),
-                  keep: Sequence[int] | None = None) -> list[int]:
+    def sync_pool(
+        self, add: Sequence[Mapping[str, Any]] = (), keep: Sequence[int] | None = None
+    ) -> list[int]:
         """Add ``add`` snapshots, then keep only the ids in ``keep`` (``None``: all).
 
         Returns the pool's ids. Battles in progress keep the policy they started with.
@@ -169,8 +184,11 @@ class PolicyOpponent(Player):
     def pool_stats(self) -> dict[str, Any]:
         """Pool ids, per-id parameter checksums (sum of absolute values: to verify
         pushed weights) and the number of decisions the networks made."""
-        return {"ids": self.pool_ids(), "checksums": {p.id: p.checksum for p in self.pool},
-                "decisions": self.decisions}
+        return {
+            "ids": self.pool_ids(),
+            "checksums": {p.id: p.checksum for p in self.pool},
+            "decisions": self.decisions,
+        }
 
     def battle_state(self, battle_tag: str) -> Any:
         """The recurrent state kept for ``battle_tag`` (``None`` if not playing it)."""
@@ -206,14 +224,19 @@ class PolicyOpponent(Player):
         encoder = self._encoder(policy.encoder)
         obs = np.asarray(encoder.encode(battle), dtype=np.float32)
         if obs.shape != (policy.obs_dim,):
-            raise ValueError(f"{self.name}: encoder {policy.encoder!r} gives {obs.shape[0]} "
-                             f"features, the policy expects {policy.obs_dim}")
+            raise ValueError(
+                f"{self.name}: encoder {policy.encoder!r} gives {obs.shape[0]} "
+                f"features, the policy expects {policy.obs_dim}"
+            )
         np.clip(obs, encoder.low, encoder.high, out=obs)
         mask = mask_from_legal(legal, policy.n_actions)
         with torch.no_grad():
             logits, _, state = policy.network(
-                torch.from_numpy(obs)[None], torch.from_numpy(mask).bool()[None], state,
-                torch.tensor([1.0 if start else 0.0]))
+                torch.from_numpy(obs)[None],
+                torch.from_numpy(mask).bool()[None],
+                state,
+                torch.tensor([1.0 if start else 0.0]),
+            )
             if self.sample:
                 probs = torch.softmax(logits[0].float(), dim=-1)
                 action = int(torch.multinomial(probs, 1, generator=self._generator))
@@ -240,26 +263,35 @@ def _set_worker_threads() -> None:
 
 
 def _policy_factory(sample: bool) -> Callable[..., PolicyOpponent]:
-    def factory(argument: str, *, battle_format: str, seed: int | None = None,
-                **kwargs: Any) -> PolicyOpponent:
+    def factory(
+        argument: str, *, battle_format: str, seed: int | None = None, **kwargs: Any
+    ) -> PolicyOpponent:
         if not argument:
             raise ValueError("policy opponents need a checkpoint: 'policy:<path>'")
         _set_worker_threads()
         policy = FrozenPolicy.from_snapshot(read_snapshot(argument))
         prefix = "policy" if sample else "policy_greedy"
-        return PolicyOpponent([policy], sample=sample, seed=seed, name=f"{prefix}:{argument}",
-                              battle_format=battle_format, **kwargs)
+        return PolicyOpponent(
+            [policy],
+            sample=sample,
+            seed=seed,
+            name=f"{prefix}:{argument}",
+            battle_format=battle_format,
+            **kwargs,
+        )
 
     return factory
 
 
-def _self_factory(argument: str, *, battle_format: str, seed: int | None = None,
-                  **kwargs: Any) -> PolicyOpponent:
+def _self_factory(
+    argument: str, *, battle_format: str, seed: int | None = None, **kwargs: Any
+) -> PolicyOpponent:
     if argument:
         raise ValueError(f"'self' takes no argument, got 'self:{argument}'")
     _set_worker_threads()
-    return PolicyOpponent(sample=True, seed=seed, name="self", battle_format=battle_format,
-                          **kwargs)
+    return PolicyOpponent(
+        sample=True, seed=seed, name="self", battle_format=battle_format, **kwargs
+    )
 
 
 register_opponent("policy", _policy_factory(sample=True))

@@ -18,8 +18,15 @@ from typing import Any
 from mapleenv.showdown.package import HOST, find_showdown
 
 # Package entries linked into every server directory (read-only parts of the package).
-LINKED_ENTRIES = ("dist", "data", "server", "translations", "databases", "package.json",
-                   "pokemon-showdown")
+LINKED_ENTRIES = (
+    "dist",
+    "data",
+    "server",
+    "translations",
+    "databases",
+    "package.json",
+    "pokemon-showdown",
+)
 
 # Config overrides on top of the package's config-example.js. Everything that
 # throttles, punishes, locks down, logs or phones home is switched off.
@@ -48,9 +55,9 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 
 
-
-def render_config(port: int, overrides: dict[str, Any] | None = None,
-                  package: Path | None = None) -> str:
+def render_config(
+    port: int, overrides: dict[str, Any] | None = None, package: Path | None = None
+) -> str:
     """Text of the ``config/config.js`` Maple writes (config-example + overrides)."""
     package = package or find_showdown()
     values = {**DEFAULT_CONFIG, **(overrides or {}), "port": port}
@@ -89,8 +96,9 @@ exports.startuphook = function () {
 };"""
 
 
-def prepare_server_dir(directory: Path, port: int, package: Path | None = None,
-                       overrides: dict[str, Any] | None = None) -> Path:
+def prepare_server_dir(
+    directory: Path, port: int, package: Path | None = None, overrides: dict[str, Any] | None = None
+) -> Path:
     """Create (or refresh) a server directory for ``port``; returns it."""
     package = package or find_showdown()
     directory.mkdir(parents=True, exist_ok=True)
@@ -109,4 +117,3 @@ def prepare_server_dir(directory: Path, port: int, package: Path | None = None,
     (directory / "logs" / "repl").mkdir(parents=True, exist_ok=True)
     (directory / "config" / "config.js").write_text(render_config(port, overrides, package))
     return directory
-

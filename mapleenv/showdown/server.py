@@ -72,9 +72,15 @@ class ShowdownServer:
         warm: log in once at start (see :meth:`warm_up`).
     """
 
-    def __init__(self, port: int | None = None, log_dir: str | Path | None = None, *,
-                 start_timeout: float = 60.0, config: dict[str, Any] | None = None,
-                 warm: bool = True):
+    def __init__(
+        self,
+        port: int | None = None,
+        log_dir: str | Path | None = None,
+        *,
+        start_timeout: float = 60.0,
+        config: dict[str, Any] | None = None,
+        warm: bool = True,
+    ):
         self._port = port
         self._port_pinned = port is not None
         self.log_dir = Path(log_dir) if log_dir is not None else None
@@ -173,13 +179,30 @@ class ShowdownServer:
         assert log_path is not None
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = open(log_path, "ab")  # noqa: SIM115 (closed in _terminate)
-        cmd = [node, "--preserve-symlinks", "--preserve-symlinks-main", "pokemon-showdown",
-               "start", "--no-security", "--skip-build", str(self._port)]
-        logger.info("starting Showdown on %s:%d (dir %s, log %s)", HOST, self._port,
-                    self._server_dir, log_path)
+        cmd = [
+            node,
+            "--preserve-symlinks",
+            "--preserve-symlinks-main",
+            "pokemon-showdown",
+            "start",
+            "--no-security",
+            "--skip-build",
+            str(self._port),
+        ]
+        logger.info(
+            "starting Showdown on %s:%d (dir %s, log %s)",
+            HOST,
+            self._port,
+            self._server_dir,
+            log_path,
+        )
         self._process = spawn(
-            cmd, cwd=self._server_dir, stdin=subprocess.DEVNULL, stdout=self._log_file,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            cmd,
+            cwd=self._server_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         stop_at_exit(self)
 
@@ -190,18 +213,21 @@ class ShowdownServer:
             if self._process.poll() is not None:
                 raise ServerStartError(
                     f"Showdown exited with code {self._process.returncode} while starting on "
-                    f"port {self._port}; log {self.log_path}:\n{_tail(self.log_path)}")
+                    f"port {self._port}; log {self.log_path}:\n{_tail(self.log_path)}"
+                )
             if port_is_open(self.port):
                 logger.info("Showdown ready on %s (pid %d)", self.url, self._process.pid)
                 return
             if self._listen_failed():  # crashguard keeps the process alive: fail fast
                 raise ServerStartError(
                     f"Showdown could not listen on {self.config_overrides.get('bindaddress', HOST)}"
-                    f":{self._port}; log {self.log_path}:\n{_tail(self.log_path)}")
+                    f":{self._port}; log {self.log_path}:\n{_tail(self.log_path)}"
+                )
             time.sleep(0.05)
         raise ServerStartError(
             f"Showdown did not accept connections on port {self._port} within "
-            f"{self.start_timeout:.0f} s; log {self.log_path}:\n{_tail(self.log_path)}")
+            f"{self.start_timeout:.0f} s; log {self.log_path}:\n{_tail(self.log_path)}"
+        )
 
     def warm_up(self) -> None:
         """Log in once over a websocket (as a guest name) and disconnect.
@@ -228,7 +254,8 @@ class ShowdownServer:
             raise ServerStartError(
                 f"Showdown on {self.url} accepted TCP but not a websocket login within "
                 f"{self.start_timeout:.0f} s ({exc!r}); log {self.log_path}:\n"
-                f"{_tail(self.log_path) if self.log_path else ''}") from exc
+                f"{_tail(self.log_path) if self.log_path else ''}"
+            ) from exc
         logger.info("Showdown on %s warmed up in %.1f s", self.url, time.monotonic() - started)
 
     def _terminate(self, timeout: float = 5.0) -> None:

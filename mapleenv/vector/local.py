@@ -124,7 +124,8 @@ def make_vector_env(
     if not backend_available(backend):
         raise NotImplementedError(
             f"backend {backend!r} is not available (registered: "
-            f"{', '.join(available_backends())}); see mapleenv.backends.register_backend")
+            f"{', '.join(available_backends())}); see mapleenv.backends.register_backend"
+        )
     reward_config = RewardConfig.from_value(reward)
     pool: _Pool | None = None
     configurations: list[Any] = [None] * num_envs
@@ -134,23 +135,34 @@ def make_vector_env(
         hosts = SimHostPool(min(sim_hosts or os.cpu_count() or 1, num_envs)).start()
         hosts.start_watchdog(watchdog_interval)
         pool = hosts
-        env_kwargs["backend_kwargs"] = {**(env_kwargs.get("backend_kwargs") or {}),
-                                        "host_pool": hosts.spec}
+        env_kwargs["backend_kwargs"] = {
+            **(env_kwargs.get("backend_kwargs") or {}),
+            "host_pool": hosts.spec,
+        }
     elif backend == "server":
         if server_url is not None:
             configurations = [external_server(server_url)] * num_envs
         else:
-            pool = ServerPool(min(servers, num_envs), log_dir=log_dir,
-                              config=dict(server_config or {}))
+            pool = ServerPool(
+                min(servers, num_envs), log_dir=log_dir, config=dict(server_config or {})
+            )
             pool.start()
             pool.start_watchdog(watchdog_interval)
             configurations = [pool.configuration_for(i) for i in range(num_envs)]
-    common = dict(battle_format=battle_format, opponent=opponent, encoder=encoder,
-                  reward=reward_config, log_dir=log_dir, max_turns=max_turns,
-                  backend=backend, **env_kwargs)
+    common = dict(
+        battle_format=battle_format,
+        opponent=opponent,
+        encoder=encoder,
+        reward=reward_config,
+        log_dir=log_dir,
+        max_turns=max_turns,
+        backend=backend,
+        **env_kwargs,
+    )
     env_fns = [
-        functools.partial(PokemonEnv, server=configurations[i],
-                          seed=None if seed is None else seed + i, **common)
+        functools.partial(
+            PokemonEnv, server=configurations[i], seed=None if seed is None else seed + i, **common
+        )
         for i in range(num_envs)
     ]
     vector_kwargs: dict[str, Any] = {"shared_memory": True, "context": context}

@@ -41,7 +41,6 @@ _SETTLE_S = 30.0  # after one shard fails, how long the others get to finish the
 _CLOSE_TIMEOUT_S = 60.0  # for all shards to close their envs before they are killed
 
 
-
 class ShardFailedError(RuntimeError):
     """A Ray shard died or raised; names the shard, its envs, its node and the cause."""
 

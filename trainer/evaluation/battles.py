@@ -53,8 +53,11 @@ def play_battles(
     while (quota > 0).any():
         flat, mask = adapter.batch(obs)
         logits, _, hidden = policy(
-            torch.from_numpy(flat).to(device), torch.from_numpy(mask).to(device), hidden,
-            torch.from_numpy(start).to(device))
+            torch.from_numpy(flat).to(device),
+            torch.from_numpy(mask).to(device),
+            hidden,
+            torch.from_numpy(start).to(device),
+        )
         actions, _ = sample_actions(logits.float(), generator, greedy=not sample)
         obs, _, terminated, truncated, info = envs.step(actions.cpu().numpy())
         done = terminated | truncated
@@ -113,8 +116,10 @@ def evaluate_policy(
         raise ValueError("no opponents to evaluate against")
     for name in opponents:
         if uses_self_play(name):
-            raise ValueError(f"opponent {name!r}: 'self' plays snapshots pushed during "
-                             "training; evaluate against policy:<checkpoint> instead")
+            raise ValueError(
+                f"opponent {name!r}: 'self' plays snapshots pushed during "
+                "training; evaluate against policy:<checkpoint> instead"
+            )
     was_training = policy.training
     policy.eval()
     pool = None
@@ -130,9 +135,18 @@ def evaluate_policy(
             if replay_dir is not None:
                 env_kwargs["replay_dir"] = str(Path(replay_dir) / _safe_name(name))
             envs = make_vector_env(
-                min(num_envs, battles), battle_format=battle_format, opponent=name,
-                server_url=server_url, log_dir=log_dir, encoder=encoder, max_turns=max_turns,
-                backend=backend, seed=seed + 1000 * k, autoreset_mode="SameStep", **env_kwargs)
+                min(num_envs, battles),
+                battle_format=battle_format,
+                opponent=name,
+                server_url=server_url,
+                log_dir=log_dir,
+                encoder=encoder,
+                max_turns=max_turns,
+                backend=backend,
+                seed=seed + 1000 * k,
+                autoreset_mode="SameStep",
+                **env_kwargs,
+            )
             done = 0
 
             def on_battle(won: bool, name: str = name) -> None:
@@ -144,14 +158,27 @@ def evaluate_policy(
             try:
                 t0 = time.perf_counter()
                 wins, played, turns = play_battles(
-                    policy, envs, battles, device=device, sample=sample, seed=seed + k,
-                    on_battle=on_battle)
+                    policy,
+                    envs,
+                    battles,
+                    device=device,
+                    sample=sample,
+                    seed=seed + k,
+                    on_battle=on_battle,
+                )
             finally:
                 envs.close()
-            result = OpponentResult(name, played, wins,
-                                    float(np.mean(turns)) if turns else math.nan)
-            log.info("vs %s: %d/%d won (%.1f%%) in %.0f s", name, wins, played,
-                     100 * result.win_rate, time.perf_counter() - t0)
+            result = OpponentResult(
+                name, played, wins, float(np.mean(turns)) if turns else math.nan
+            )
+            log.info(
+                "vs %s: %d/%d won (%.1f%%) in %.0f s",
+                name,
+                wins,
+                played,
+                100 * result.win_rate,
+                time.perf_counter() - t0,
+            )
             results.append(result)
     finally:
         if pool is not None:

@@ -19,8 +19,9 @@ def results_table(results: Sequence[OpponentResult], title: str | None = None) -
         table.add_column(column, justify="left" if column == "opponent" else "right")
     for r in results:
         low, high = r.interval
-        table.add_row(r.opponent, str(r.battles), str(r.wins), f"{r.win_rate:.1%}",
-                      f"{low:.1%} - {high:.1%}")
+        table.add_row(
+            r.opponent, str(r.battles), str(r.wins), f"{r.win_rate:.1%}", f"{low:.1%} - {high:.1%}"
+        )
     return table
 
 

@@ -41,5 +41,11 @@ class OpponentResult:
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval
-        return {"battles": self.battles, "wins": self.wins, "win_rate": self.win_rate,
-                "ci_low": low, "ci_high": high, "mean_turns": self.mean_turns}
+        return {
+            "battles": self.battles,
+            "wins": self.wins,
+            "win_rate": self.win_rate,
+            "ci_low": low,
+            "ci_high": high,
+            "mean_turns": self.mean_turns,
+        }

@@ -47,9 +47,7 @@ def build_policy(obs_dim: int, n_actions: int, model_cfg: ModelConfig | Any) -> 
         model_cfg = ModelConfig(**dict(model_cfg))
     builder = POLICIES.get(str(model_cfg.kind))
     if builder is None:
-        raise ValueError(
-            f"model.kind must be one of {'|'.join(POLICIES)}, got {model_cfg.kind!r}"
-        )
+        raise ValueError(f"model.kind must be one of {'|'.join(POLICIES)}, got {model_cfg.kind!r}")
     return builder(obs_dim, n_actions, model_cfg)
 
 

@@ -62,11 +62,19 @@ class DirectBackend:
         host_pool: ``SimHostPool.spec`` of shared hosts to use instead of an own Node child.
     """
 
-    def __init__(self, *, battle_format: str, opponent: Player, seed: int | None = None,
-                 log_dir: str | Path | None = None, team: Any = None,
-                 agent_username: str = "Maple", record: bool = False,
-                 showdown_dir: str | Path | None = None,
-                 host_pool: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        *,
+        battle_format: str,
+        opponent: Player,
+        seed: int | None = None,
+        log_dir: str | Path | None = None,
+        team: Any = None,
+        agent_username: str = "Maple",
+        record: bool = False,
+        showdown_dir: str | Path | None = None,
+        host_pool: dict[str, Any] | None = None,
+    ):
         self.battle_format = battle_format
         self.opponent = opponent
         self.team = team
@@ -95,12 +103,17 @@ class DirectBackend:
             self._rng = np.random.default_rng(seed)
         self._end_session()
         session = DirectBattle(
-            self.host, f"{self._prefix}-{next(self._ids)}", self.battle_format, self.opponent,
+            self.host,
+            f"{self._prefix}-{next(self._ids)}",
+            self.battle_format,
+            self.opponent,
             agent_username=self.agent_username,
             seed=self._draw_seed(),
             team_seeds={"p1": self._draw_seed(), "p2": self._draw_seed()},
-            agent_team=_packed_team(self.team), opponent_team=_packed_team(self.team),
-            record=self.record)
+            agent_team=_packed_team(self.team),
+            opponent_team=_packed_team(self.team),
+            record=self.record,
+        )
         self.session = session
         opponent_battles(self.opponent)[session.battle_tag] = session.opponent_battle
         try:

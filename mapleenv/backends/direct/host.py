@@ -70,7 +70,8 @@ class _Channel:
         while end < 0:
             if not select.select([self._out_fd], [], [], self.timeout)[0]:
                 raise SimHostError(
-                    f"simulator host gave no reply for {waiting_for} in {self.timeout} s")
+                    f"simulator host gave no reply for {waiting_for} in {self.timeout} s"
+                )
             try:
                 chunk = os.read(self._out_fd, 1 << 16)
             except OSError as err:
@@ -112,7 +113,8 @@ class SimHost(_Channel):
         if not (self.showdown_dir / "dist" / "sim" / "index.js").is_file():
             raise ShowdownNotInstalledError(
                 f"{self.showdown_dir} is not the pokemon-showdown npm package (no "
-                f"dist/sim/index.js); {SETUP_HINT}")
+                f"dist/sim/index.js); {SETUP_HINT}"
+            )
         node = node or find_node()
         cmd = [node, str(HOST_SCRIPT), str(self.showdown_dir)]
         if self.listen is not None:

@@ -69,8 +69,9 @@ def feed_lines(battle: AbstractBattle, lines: Iterable[str]) -> list[str]:
     return errors
 
 
-def absorb(battles: Mapping[str, AbstractBattle],
-           replies: Iterable[tuple[str, str]]) -> tuple[list[str], list[tuple[str, str]]]:
+def absorb(
+    battles: Mapping[str, AbstractBattle], replies: Iterable[tuple[str, str]]
+) -> tuple[list[str], list[tuple[str, str]]]:
     """Apply simulator messages to each side's battle: every log first, requests last.
 
     Returns the sides that received a request (in order) and the ``(side, text)`` of

@@ -38,12 +38,12 @@ def replay_input_log(
     start = next((line for line in lines if line.startswith(">start ")), None)
     if start is None:
         raise ValueError("input log has no >start line")
-    battle_format = json.loads(start[len(">start "):])["formatid"]
+    battle_format = json.loads(start[len(">start ") :])["formatid"]
     gen = GenData.from_format(battle_format).gen
     names: dict[str, str] = {}
     for line in lines:
         if line.startswith(">player "):
-            side, _, options = line[len(">player "):].partition(" ")
+            side, _, options = line[len(">player ") :].partition(" ")
             names[side] = json.loads(options).get("name", side)
     bid = f"replay{next(_replays)}"
     tag = f"battle-{battle_format}-{bid}"
@@ -57,8 +57,11 @@ def replay_input_log(
                 logger.warning("replay %s %s: %s", tag, side, error)
             for side in requested:
                 battle = battles[side]
-                if on_request is not None and not battle.finished and \
-                        not battle.last_request.get("wait"):
+                if (
+                    on_request is not None
+                    and not battle.finished
+                    and not battle.last_request.get("wait")
+                ):
                     on_request(side, battle)
     finally:
         host.send(bid, ["destroy"])

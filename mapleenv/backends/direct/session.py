@@ -128,8 +128,11 @@ class DirectBattle:
         if not (self._needs_choice[side] and self._needs_choice[other]):
             raise RuntimeError("probe_choice needs both sides to have a pending decision")
         replies = self.host.send(self.battle_id, [f">{side} {choice}", f">{side} undo"])
-        errors = [data.partition("\n")[2] for kind, data in replies
-                  if kind == "sideupdate" and data.startswith(f"{side}\n|error|")]
+        errors = [
+            data.partition("\n")[2]
+            for kind, data in replies
+            if kind == "sideupdate" and data.startswith(f"{side}\n|error|")
+        ]
         requests = [(kind, data) for kind, data in replies if "|request|" in data]
         self._absorb(requests)
         return errors[0][7:] if errors else None

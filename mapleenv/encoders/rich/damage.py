@@ -35,19 +35,48 @@ from mapleenv.encoders.rich import dex, vocab
 
 logger = logging.getLogger(__name__)
 
-HP_SCALED_MOVES = frozenset({
-    "eruption", "waterspout", "dragonenergy", "flail", "reversal", "crushgrip", "wringout",
-    "hardpress", "finalgambit", "painsplit", "brine"})
-BOOST_SCALED_MOVES = frozenset({"storedpower", "powertrip", "punishment", "photongeyser",
-                                "terablast"})
+HP_SCALED_MOVES = frozenset(
+    {
+        "eruption",
+        "waterspout",
+        "dragonenergy",
+        "flail",
+        "reversal",
+        "crushgrip",
+        "wringout",
+        "hardpress",
+        "finalgambit",
+        "painsplit",
+        "brine",
+    }
+)
+BOOST_SCALED_MOVES = frozenset(
+    {"storedpower", "powertrip", "punishment", "photongeyser", "terablast"}
+)
 # Effects poke_env.calc reads (protection makes a move deal 0).
-CALC_EFFECTS = frozenset({
-    Effect.PROTECT, Effect.SPIKY_SHIELD, Effect.KINGS_SHIELD, Effect.BANEFUL_BUNKER,
-    Effect.BURNING_BULWARK, Effect.OBSTRUCT, Effect.MAX_GUARD, Effect.SILK_TRAP,
-    Effect.FLASH_FIRE, Effect.HELPING_HAND, Effect.SLOW_START,
-    Effect.PROTOSYNTHESISATK, Effect.PROTOSYNTHESISDEF, Effect.PROTOSYNTHESISSPA,
-    Effect.PROTOSYNTHESISSPD, Effect.QUARKDRIVEATK, Effect.QUARKDRIVEDEF,
-    Effect.QUARKDRIVESPA, Effect.QUARKDRIVESPD})
+CALC_EFFECTS = frozenset(
+    {
+        Effect.PROTECT,
+        Effect.SPIKY_SHIELD,
+        Effect.KINGS_SHIELD,
+        Effect.BANEFUL_BUNKER,
+        Effect.BURNING_BULWARK,
+        Effect.OBSTRUCT,
+        Effect.MAX_GUARD,
+        Effect.SILK_TRAP,
+        Effect.FLASH_FIRE,
+        Effect.HELPING_HAND,
+        Effect.SLOW_START,
+        Effect.PROTOSYNTHESISATK,
+        Effect.PROTOSYNTHESISDEF,
+        Effect.PROTOSYNTHESISSPA,
+        Effect.PROTOSYNTHESISSPD,
+        Effect.QUARKDRIVEATK,
+        Effect.QUARKDRIVEDEF,
+        Effect.QUARKDRIVESPA,
+        Effect.QUARKDRIVESPD,
+    }
+)
 FULL_HP_ABILITIES = frozenset({"multiscale", "shadowshield", "terashell"})
 LOW_HP_ABILITIES = frozenset({"blaze", "torrent", "overgrow", "swarm", "defeatist"})
 ZERO_BOOSTS = {"accuracy": 0, "atk": 0, "def": 0, "evasion": 0, "spa": 0, "spd": 0, "spe": 0}
@@ -84,13 +113,24 @@ def _signature(mon: Pokemon) -> tuple[Any, ...]:
         frac = mon.current_hp_fraction
         hp_flags = (frac >= 1.0, frac <= 0.5, frac <= 1 / 3)
     effects = mon.effects
-    relevant = tuple(c for c in (e._value_ for e in effects)
-                     if c in _CALC_EFFECT_CODES) if effects else ()
+    relevant = (
+        tuple(c for c in (e._value_ for e in effects) if c in _CALC_EFFECT_CODES) if effects else ()
+    )
     type_2 = mon.type_2
     status = mon.status
-    return (mon.species, mon.level, tuple(mon.stats.values()), mon.type_1._value_,
-            type_2._value_ if type_2 is not None else 0, mon.is_terastallized, mon.item,
-            ability, status._value_ if status is not None else 0, relevant, hp_flags)
+    return (
+        mon.species,
+        mon.level,
+        tuple(mon.stats.values()),
+        mon.type_1._value_,
+        type_2._value_ if type_2 is not None else 0,
+        mon.is_terastallized,
+        mon.item,
+        ability,
+        status._value_ if status is not None else 0,
+        relevant,
+        hp_flags,
+    )
 
 
 @cache
@@ -101,8 +141,12 @@ def boost_info(gen: int, move_id: str) -> tuple[str, str, bool, bool]:
     physical = m.category is MoveCategory.PHYSICAL
     attack = "def" if move_id == "bodypress" else ("atk" if physical else "spa")
     hits_physical = physical or m.entry.get("overrideDefensiveStat") == "def"
-    return (attack, "def" if hits_physical else "spd", move_id == "foulplay",
-            bool(m.ignore_defensive))
+    return (
+        attack,
+        "def" if hits_physical else "spd",
+        move_id == "foulplay",
+        bool(m.ignore_defensive),
+    )
 
 
 def boost_factor(m: Move, attacker: Pokemon, defender: Pokemon) -> float:
@@ -137,14 +181,19 @@ class DamageEstimator:
         self.failures = 0
         self.calc_ns = 0  # time spent inside poke_env.calc
 
-    def context(self, battle: AbstractBattle, attacker: Pokemon, defender: Pokemon,
-                we_attack: bool) -> tuple[Any, ...]:
+    def context(
+        self, battle: AbstractBattle, attacker: Pokemon, defender: Pokemon, we_attack: bool
+    ) -> tuple[Any, ...]:
         """The part of the cache key shared by all moves of ``attacker`` on ``defender``."""
         defender_side = battle.opponent_side_conditions if we_attack else battle.side_conditions
         screens = tuple(c for c in (s._value_ for s in defender_side) if c in _SCREEN_CODES)
-        context = (_signature(attacker), _signature(defender),
-                   tuple(w._value_ for w in battle.weather),
-                   tuple(f._value_ for f in battle.fields), screens)
+        context = (
+            _signature(attacker),
+            _signature(defender),
+            tuple(w._value_ for w in battle.weather),
+            tuple(f._value_ for f in battle.fields),
+            screens,
+        )
         # Interned to a small int: per-move keys then hash cheaply.
         found = self._contexts.get(context)
         if found is None:
@@ -152,9 +201,16 @@ class DamageEstimator:
             found = self._contexts[context] = (self._context_ids,)
         return found
 
-    def rolls(self, battle: AbstractBattle, attacker: Pokemon, attacker_role: str,
-              defender: Pokemon, defender_role: str, m: Move,
-              context: tuple[Any, ...]) -> tuple[float, float] | None:
+    def rolls(
+        self,
+        battle: AbstractBattle,
+        attacker: Pokemon,
+        attacker_role: str,
+        defender: Pokemon,
+        defender_role: str,
+        m: Move,
+        context: tuple[Any, ...],
+    ) -> tuple[float, float] | None:
         """(min, max) damage of ``m``; ``None`` if the calculator fails on this state."""
         move_id = m.id
         exact_boosts = move_id in BOOST_SCALED_MOVES
@@ -165,8 +221,15 @@ class DamageEstimator:
             key += (tuple(attacker.boosts.values()), tuple(defender.boosts.values()))
         result = self._cache.get(key, False)
         if result is False:
-            result = self._calculate(battle, attacker, attacker_role, defender, defender_role,
-                                     m, zero_boosts=not exact_boosts)
+            result = self._calculate(
+                battle,
+                attacker,
+                attacker_role,
+                defender,
+                defender_role,
+                m,
+                zero_boosts=not exact_boosts,
+            )
             if len(self._cache) >= self.max_entries:
                 self._cache.clear()
                 self._contexts.clear()
@@ -178,9 +241,16 @@ class DamageEstimator:
         factor = boost_factor(m, attacker, defender)
         return result[0] * factor, result[1] * factor
 
-    def _calculate(self, battle: AbstractBattle, attacker: Pokemon, attacker_role: str,
-                   defender: Pokemon, defender_role: str, m: Move,
-                   zero_boosts: bool) -> tuple[int, int] | None:
+    def _calculate(
+        self,
+        battle: AbstractBattle,
+        attacker: Pokemon,
+        attacker_role: str,
+        defender: Pokemon,
+        defender_role: str,
+        m: Move,
+        zero_boosts: bool,
+    ) -> tuple[int, int] | None:
         self.calls += 1
         gen = battle.gen
         saved: list[tuple[Pokemon, dict[str, Any], dict[str, int]]] = []
@@ -193,13 +263,20 @@ class DamageEstimator:
                 mon.boosts = dict(ZERO_BOOSTS)
         start = time.perf_counter_ns()
         try:
-            low, high = calculate_damage(attacker.identifier(attacker_role),
-                                         defender.identifier(defender_role), m, battle)
+            low, high = calculate_damage(
+                attacker.identifier(attacker_role), defender.identifier(defender_role), m, battle
+            )
             return int(low), int(high)
         except Exception as exc:  # noqa: BLE001 - the calculator has unhandled corners
             self.failures += 1
-            logger.debug("damage calc failed for %s (%s -> %s) in %s: %r", m.id,
-                         attacker.species, defender.species, battle.battle_tag, exc)
+            logger.debug(
+                "damage calc failed for %s (%s -> %s) in %s: %r",
+                m.id,
+                attacker.species,
+                defender.species,
+                battle.battle_tag,
+                exc,
+            )
             return None
         finally:
             self.calc_ns += time.perf_counter_ns() - start

@@ -68,8 +68,9 @@ def type_table(gen: int) -> list[list[float]]:
     return table
 
 
-def effectiveness(gen: int, attacking: PokemonType | None,
-                  defending: tuple[PokemonType, ...]) -> float:
+def effectiveness(
+    gen: int, attacking: PokemonType | None, defending: tuple[PokemonType, ...]
+) -> float:
     """Type multiplier of an ``attacking`` type on a Pokémon of ``defending`` types."""
     if attacking is None:
         return 1.0
@@ -80,8 +81,9 @@ def effectiveness(gen: int, attacking: PokemonType | None,
     return out
 
 
-def best_effectiveness(gen: int, attacking: tuple[PokemonType, ...],
-                       defending: tuple[PokemonType, ...]) -> float:
+def best_effectiveness(
+    gen: int, attacking: tuple[PokemonType, ...], defending: tuple[PokemonType, ...]
+) -> float:
     """Highest multiplier of any ``attacking`` type on ``defending`` types (0 if none)."""
     table = type_table(gen)
     best = 0.0
@@ -133,20 +135,25 @@ def move_effects(m: Move) -> np.ndarray:
     self_boost = m.self_boost or {}
     flags = {
         "heal": m.heal > 0 or m.drain > 0,
-        "boost_self": (target in ("self", "allyside", "allies") and any(
-            v > 0 for v in boosts.values())) or any(v > 0 for v in self_boost.values()),
-        "lower_target": target not in ("self", "allyside", "allies") and any(
-            v < 0 for v in boosts.values()),
-        "inflict_status": m.status is not None or m.volatile_status is not None and
-        m.volatile_status.name in ("CONFUSION", "YAWN", "LEECH_SEED", "TAUNT", "ENCORE"),
+        "boost_self": (
+            target in ("self", "allyside", "allies") and any(v > 0 for v in boosts.values())
+        )
+        or any(v > 0 for v in self_boost.values()),
+        "lower_target": target not in ("self", "allyside", "allies")
+        and any(v < 0 for v in boosts.values()),
+        "inflict_status": m.status is not None
+        or m.volatile_status is not None
+        and m.volatile_status.name in ("CONFUSION", "YAWN", "LEECH_SEED", "TAUNT", "ENCORE"),
         "set_hazard": m.side_condition in vocab.HAZARDS,
         "clear_hazard": m.id in vocab.HAZARD_CLEARERS,
         "pivot": bool(m.self_switch),
         "protect": m.is_protect_move,
         "recoil": m.recoil > 0,
         "force_switch": m.force_switch,
-        "set_field": m.weather is not None or m.terrain is not None or bool(
-            m.entry.get("pseudoWeather")) or m.side_condition in vocab.SCREENS,
+        "set_field": m.weather is not None
+        or m.terrain is not None
+        or bool(m.entry.get("pseudoWeather"))
+        or m.side_condition in vocab.SCREENS,
     }
     return np.asarray([flags[name] for name in vocab.MOVE_EFFECTS], np.float32)
 
@@ -154,8 +161,9 @@ def move_effects(m: Move) -> np.ndarray:
 @cache
 def estimated_stats(gen: int, species: str, level: int) -> dict[str, int]:
     """Stats of ``species`` at ``level`` with random-battle EVs/IVs and a neutral nature."""
-    values = compute_raw_stats(species, RANDOM_BATTLE_EVS, RANDOM_BATTLE_IVS, level,
-                               NEUTRAL_NATURE, GenData.from_gen(gen))
+    values = compute_raw_stats(
+        species, RANDOM_BATTLE_EVS, RANDOM_BATTLE_IVS, level, NEUTRAL_NATURE, GenData.from_gen(gen)
+    )
     return dict(zip(STAT_NAMES, values, strict=True))
 
 
@@ -171,8 +179,9 @@ def _sets_file(gen: int) -> Path | None:
         path = package / sub / "random-battles" / f"gen{gen}" / "sets.json"
         if path.is_file():
             return path
-    logger.info("no random-battle sets for gen %d in %s; opponent moves fall back to STAB",
-                gen, package)
+    logger.info(
+        "no random-battle sets for gen %d in %s; opponent moves fall back to STAB", gen, package
+    )
     return None
 
 
@@ -194,8 +203,9 @@ def random_battle_movepools(gen: int) -> dict[str, tuple[str, ...]]:
 
 
 @cache
-def likely_damaging_moves(gen: int, species: str, base_species: str,
-                          types: tuple[PokemonType, ...], physical: bool) -> tuple[Move, ...]:
+def likely_damaging_moves(
+    gen: int, species: str, base_species: str, types: tuple[PokemonType, ...], physical: bool
+) -> tuple[Move, ...]:
     """Damaging moves ``species`` likely has: its random-battle movepool, else STAB stand-ins."""
     pools = random_battle_movepools(gen)
     ids = pools.get(species) or pools.get(base_species) or ()
@@ -208,6 +218,7 @@ def likely_damaging_moves(gen: int, species: str, base_species: str,
         except Exception:  # noqa: BLE001 - an unknown id in the sets is skipped
             logger.debug("unknown move %s in %s's random-battle set", move_id, species)
     if not moves:
-        moves = [move(gen, STAB_STAND_INS[t][0 if physical else 1])
-                 for t in types if t in STAB_STAND_INS]
+        moves = [
+            move(gen, STAB_STAND_INS[t][0 if physical else 1]) for t in types if t in STAB_STAND_INS
+        ]
     return tuple(moves)

@@ -89,8 +89,9 @@ def render() -> str:
     parts = [INTRO.format(size=layout.SIZE)]
     for block in layout.LAYOUT:
         size = f"{block.repeat} x {block.width}" if block.repeat > 1 else str(block.width)
-        parts.append(f"| `{block.name}` | {size} | {layout.OFFSETS[block.name]} | "
-                     f"{block.description} |\n")
+        parts.append(
+            f"| `{block.name}` | {size} | {layout.OFFSETS[block.name]} | {block.description} |\n"
+        )
     parts.append(f"| **total** | **{layout.SIZE}** | | |\n")
     seen: set[int] = set()
     for block in layout.LAYOUT:
@@ -98,13 +99,19 @@ def render() -> str:
             continue
         seen.add(id(block.features))
         users = [b.name for b in layout.LAYOUT if b.features is block.features]
-        parts.append(f"\n## {' / '.join(f'`{u}`' for u in users)} (width {block.width})\n\n"
-                     "| feature | size | range | scaling |\n|---|---|---|---|\n")
+        parts.append(
+            f"\n## {' / '.join(f'`{u}`' for u in users)} (width {block.width})\n\n"
+            "| feature | size | range | scaling |\n|---|---|---|---|\n"
+        )
         for f in block.features:
             parts.append(f"| `{f.name}` | {f.size} | [{f.low:g}, {f.high:g}] | {f.scaling} |\n")
-    parts.append("\n" + NOTES.format(
-        items=_groups(vocab.ITEM_GROUPS, {"berry": "any id ending in `berry`"}),
-        abilities=_groups(vocab.ABILITY_GROUPS, {})))
+    parts.append(
+        "\n"
+        + NOTES.format(
+            items=_groups(vocab.ITEM_GROUPS, {"berry": "any id ending in `berry`"}),
+            abilities=_groups(vocab.ABILITY_GROUPS, {}),
+        )
+    )
     return "".join(parts)
 
 
@@ -118,8 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         current = args.path.read_text() if args.path.exists() else ""
         if current != text:
-            print(f"{args.path} is stale; run `python -m mapleenv.encoders.rich.docs`",
-                  file=sys.stderr)
+            print(
+                f"{args.path} is stale; run `python -m mapleenv.encoders.rich.docs`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     args.path.parent.mkdir(parents=True, exist_ok=True)

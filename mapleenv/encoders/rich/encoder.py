@@ -113,8 +113,10 @@ class RichEncoder:
     def encode(self, battle: AbstractBattle) -> np.ndarray:
         """The observation vector of ``battle`` (float32, shape ``(size,)``)."""
         if not isinstance(battle, Battle):
-            raise TypeError(f"RichEncoder encodes singles battles (poke_env Battle), "
-                            f"got {type(battle).__name__}")
+            raise TypeError(
+                f"RichEncoder encodes singles battles (poke_env Battle), "
+                f"got {type(battle).__name__}"
+            )
         out = np.zeros(self.size, np.float32)
         gen = battle.gen
         me = battle.active_pokemon
@@ -126,8 +128,15 @@ class RichEncoder:
         base = _OFF["own_team"]
         tera_types = request_tera_types(battle)
         for i, mon in enumerate(list(battle.team.values())[:_TEAM]):
-            self._pokemon(out, base + i * width, mon, gen, opp_types, opponent=False,
-                          tera=tera_types.get(mon.name))
+            self._pokemon(
+                out,
+                base + i * width,
+                mon,
+                gen,
+                opp_types,
+                opponent=False,
+                tera=tera_types.get(mon.name),
+            )
         base = _OFF["opponent_team"]
         opp_team = list(battle.opponent_team.values())[:_TEAM]
         for i in range(_TEAM):
@@ -149,9 +158,16 @@ class RichEncoder:
         return out
 
     # ------------------------------------------------------------------ blocks
-    def _pokemon(self, out: np.ndarray, o: int, mon: Pokemon, gen: int,
-                 other_types: tuple[PokemonType, ...], opponent: bool,
-                 tera: PokemonType | None = None) -> None:
+    def _pokemon(
+        self,
+        out: np.ndarray,
+        o: int,
+        mon: Pokemon,
+        gen: int,
+        other_types: tuple[PokemonType, ...],
+        opponent: bool,
+        tera: PokemonType | None = None,
+    ) -> None:
         out[o + _P["present"]] = 1.0
         out[o + _P["active"]] = bool(mon.active)
         hp = mon.current_hp_fraction
@@ -161,11 +177,21 @@ class RichEncoder:
         tera_type = mon.tera_type or tera
         status = mon.status
         # enum members enter the key as ``_value_`` (hashing members is slow in 3.11)
-        key = (gen, mon.species, mon.level, tuple([t._value_ for t in types]),
-               tera_type._value_ if tera_type is not None else 0, mon.is_terastallized,
-               (bs["hp"], bs["atk"], bs["def"], bs["spa"], bs["spd"], bs["spe"]),
-               status._value_ if status is not None else 0, mon.status_counter, mon.item,
-               mon.ability, tuple(mon.moves), opponent)
+        key = (
+            gen,
+            mon.species,
+            mon.level,
+            tuple([t._value_ for t in types]),
+            tera_type._value_ if tera_type is not None else 0,
+            mon.is_terastallized,
+            (bs["hp"], bs["atk"], bs["def"], bs["spa"], bs["spd"], bs["spe"]),
+            status._value_ if status is not None else 0,
+            mon.status_counter,
+            mon.item,
+            mon.ability,
+            tuple(mon.moves),
+            opponent,
+        )
         profile = self._profiles.get(key)
         if profile is None:
             profile = pokemon_profile(key)
@@ -173,7 +199,7 @@ class RichEncoder:
                 self._profiles.clear()
             self._profiles[key] = profile
         vector, attack_types = profile
-        out[o + _PROFILE:o + _WIDTH["own_team"]] = vector
+        out[o + _PROFILE : o + _WIDTH["own_team"]] = vector
         if mon.fainted:
             out[o + _P["fainted"]] = 1.0
         elif other_types:
@@ -201,9 +227,15 @@ class RichEncoder:
         out[k + n + 2] = mon.first_turn
         out[k + n + 3] = mon.protect_counter > 0
 
-    def _moves(self, out: np.ndarray, battle: AbstractBattle, me: Pokemon | None,
-               opp: Pokemon | None, me_types: tuple[PokemonType, ...],
-               opp_types: tuple[PokemonType, ...]) -> None:
+    def _moves(
+        self,
+        out: np.ndarray,
+        battle: AbstractBattle,
+        me: Pokemon | None,
+        opp: Pokemon | None,
+        me_types: tuple[PokemonType, ...],
+        opp_types: tuple[PokemonType, ...],
+    ) -> None:
         slots = move_slots(battle)  # type: ignore[arg-type]
         if not slots:
             return
@@ -218,11 +250,11 @@ class RichEncoder:
                 context = self.damage.context(battle, me, opp, we_attack=True)
                 opp_hp = current_hp(opp, gen)
         width = _WIDTH["moves"]
-        for slot, m in enumerate(slots[:layout.MOVE_SLOTS]):
+        for slot, m in enumerate(slots[: layout.MOVE_SLOTS]):
             o = _OFF["moves"] + slot * width
             static, mtype, damaging = move_static(gen, m.id)
             out[o + _M["present"]] = 1.0
-            out[o + _MOVE_STATIC:o + width] = static
+            out[o + _MOVE_STATIC : o + width] = static
             max_pp = m.max_pp
             out[o + _M["pp"]] = min(max(m.current_pp / max_pp, 0.0), 1.0) if max_pp > 0 else 0.0
             out[o + _M["stab"]] = damaging and mtype is not None and mtype._value_ in stab_codes
@@ -233,15 +265,27 @@ class RichEncoder:
                 continue
             out[o + _M["available"]] = 1.0
             if damaging and context is not None and opp_hp > 0:
-                rolls = self.damage.rolls(battle, me, battle.player_role, opp,  # type: ignore[arg-type]
-                                          battle.opponent_role, m, context)  # type: ignore[arg-type]
+                rolls = self.damage.rolls(
+                    battle,
+                    me,
+                    battle.player_role,
+                    opp,  # type: ignore[arg-type]
+                    battle.opponent_role,
+                    m,
+                    context,
+                )  # type: ignore[arg-type]
                 if rolls is not None:
                     out[o + _M["damage"]] = min((rolls[0] + rolls[1]) / 2.0 / opp_hp, 1.0)
                     out[o + _M["ko"]] = rolls[1] >= opp_hp
 
-    def _threat_candidates(self, gen: int, opp: Pokemon, me: Pokemon,
-                           me_types: tuple[PokemonType, ...],
-                           opp_types: tuple[PokemonType, ...]) -> tuple[tuple[Move, float], ...]:
+    def _threat_candidates(
+        self,
+        gen: int,
+        opp: Pokemon,
+        me: Pokemon,
+        me_types: tuple[PokemonType, ...],
+        opp_types: tuple[PokemonType, ...],
+    ) -> tuple[tuple[Move, float], ...]:
         """The opponent's moves worth a calculator call, best first by a cheap score:
         base power x STAB x type multiplier x its attacking / our defending stat."""
         key = (gen, opp.species, opp.level, tuple(opp.moves), me.species, me_types, opp_types)
@@ -253,32 +297,48 @@ class RichEncoder:
         if len(opp.moves) < 4:
             bs = opp.base_stats
             known = {m.id for m in revealed}
-            pool += [m for m in dex.likely_damaging_moves(
-                gen, opp.species, opp.base_species, tuple(opp.base_types),
-                bs["atk"] >= bs["spa"]) if m.id not in known]
+            pool += [
+                m
+                for m in dex.likely_damaging_moves(
+                    gen,
+                    opp.species,
+                    opp.base_species,
+                    tuple(opp.base_types),
+                    bs["atk"] >= bs["spa"],
+                )
+                if m.id not in known
+            ]
         stab = set(opp_types) | set(opp.base_types)
         theirs = dex.estimated_stats(gen, opp.species, opp.level)
-        ours = me.stats if me.stats.get("def") else dex.estimated_stats(gen, me.species,
-                                                                         me.level)
+        ours = me.stats if me.stats.get("def") else dex.estimated_stats(gen, me.species, me.level)
 
         def score(m: Move) -> float:
             t = m.type
             power = m.base_power or 60
             physical = m.category is MoveCategory.PHYSICAL
-            ratio = (theirs["atk"] / max(ours["def"] or 1, 1) if physical
-                     else theirs["spa"] / max(ours["spd"] or 1, 1))
-            return (power * (1.5 if t in stab else 1.0) * ratio
-                    * dex.effectiveness(gen, t, me_types))
+            ratio = (
+                theirs["atk"] / max(ours["def"] or 1, 1)
+                if physical
+                else theirs["spa"] / max(ours["spd"] or 1, 1)
+            )
+            return power * (1.5 if t in stab else 1.0) * ratio * dex.effectiveness(gen, t, me_types)
 
         scored = sorted(((score(m), m) for m in pool), key=lambda x: x[0], reverse=True)
-        found = tuple((m, sc) for sc, m in scored[:self.threat_calcs])
+        found = tuple((m, sc) for sc, m in scored[: self.threat_calcs])
         if len(self._candidates) > 10_000:
             self._candidates.clear()
         self._candidates[key] = found
         return found
 
-    def _threat(self, out: np.ndarray, battle: AbstractBattle, me: Pokemon, opp: Pokemon,
-                me_types: tuple[PokemonType, ...], opp_types: tuple[PokemonType, ...]) -> None:
+    def _threat(
+        self,
+        out: np.ndarray,
+        battle: AbstractBattle,
+        me: Pokemon,
+        opp: Pokemon,
+        me_types: tuple[PokemonType, ...],
+        opp_types: tuple[PokemonType, ...],
+    ) -> None:
         gen = battle.gen
         o = _OFF["threat"]
         out[o + _T["moves_known"]] = min(len(opp.moves), 4) / 4.0
@@ -291,8 +351,15 @@ class RichEncoder:
         for m, score in candidates:
             if best is not None and best[0] > 0 and score < THREAT_CLOSE * candidates[0][1]:
                 break  # the cheap score says the rest are clearly weaker
-            rolls = self.damage.rolls(battle, opp, battle.opponent_role, me,  # type: ignore[arg-type]
-                                      battle.player_role, m, context)  # type: ignore[arg-type]
+            rolls = self.damage.rolls(
+                battle,
+                opp,
+                battle.opponent_role,
+                me,  # type: ignore[arg-type]
+                battle.player_role,
+                m,
+                context,
+            )  # type: ignore[arg-type]
             if rolls is None:
                 continue
             mean = (rolls[0] + rolls[1]) / 2.0
@@ -310,8 +377,7 @@ class RichEncoder:
     @staticmethod
     def _speed(out: np.ndarray, battle: AbstractBattle, me: Pokemon, opp: Pokemon) -> None:
         mine = effective_speed(me, me.stats.get("spe"), battle.side_conditions)
-        est = opp.stats.get("spe") or dex.estimated_stats(battle.gen, opp.species,
-                                                           opp.level)["spe"]
+        est = opp.stats.get("spe") or dex.estimated_stats(battle.gen, opp.species, opp.level)["spe"]
         theirs = effective_speed(opp, est, battle.opponent_side_conditions)
         if mine <= 0 or theirs <= 0:
             return
@@ -332,8 +398,10 @@ class RichEncoder:
             k = vocab.FIELD_INDEX.get(f)
             if k is not None:
                 out[o + _F["fields"] + k] = 1.0
-        for name, side in (("own_side", battle.side_conditions),
-                           ("opponent_side", battle.opponent_side_conditions)):
+        for name, side in (
+            ("own_side", battle.side_conditions),
+            ("opponent_side", battle.opponent_side_conditions),
+        ):
             for cond, value in side.items():
                 k = vocab.SIDE_INDEX.get(cond)
                 if k is not None:

@@ -70,28 +70,61 @@ POKEMON = (
     _flag("active", "1 if on the field"),
     _flag("fainted", "1 if fainted"),
     _f("hp", 1, 0.0, 1.0, "HP fraction (unrevealed opponent: 1)"),
-    _f("offense", 1, 0.0, 4.0, "best type multiplier of its known damaging moves (opponent "
-                              "with no move revealed: its STAB types) on the other side's "
-                              "active; 0 if none or fainted"),
-    _f("defense", 1, 0.0, 4.0, "worst-case type multiplier of the other side's active's "
-                              "current types on this Pokémon; 0 if none or fainted"),
+    _f(
+        "offense",
+        1,
+        0.0,
+        4.0,
+        "best type multiplier of its known damaging moves (opponent "
+        "with no move revealed: its STAB types) on the other side's "
+        "active; 0 if none or fainted",
+    ),
+    _f(
+        "defense",
+        1,
+        0.0,
+        4.0,
+        "worst-case type multiplier of the other side's active's "
+        "current types on this Pokémon; 0 if none or fainted",
+    ),
     _f("level", 1, 0.0, 1.0, "level / 100"),
-    _f("types", N_TYPES, 0.0, 1.0, "multi-hot of current types (after Tera; Stellar keeps "
-                                   "the base types), order " + vocab.TYPE_ORDER_DOC),
+    _f(
+        "types",
+        N_TYPES,
+        0.0,
+        1.0,
+        "multi-hot of current types (after Tera; Stellar keeps "
+        "the base types), order " + vocab.TYPE_ORDER_DOC,
+    ),
     _f("tera_type", N_TERA, 0.0, 1.0, "one-hot Tera type (18 types + Stellar); 0 if unknown"),
     _flag("tera_known", "1 if the Tera type is known (own always; opponent once used)"),
     _flag("terastallized", "1 if terastallized"),
     _f("base_stats", 6, 0.0, 1.0, "base HP/Atk/Def/SpA/SpD/Spe / 255"),
-    _f("status", len(vocab.STATUSES), 0.0, 1.0, "one-hot " + "/".join(
-        s.name for s in vocab.STATUSES) + " (none: all 0)"),
+    _f(
+        "status",
+        len(vocab.STATUSES),
+        0.0,
+        1.0,
+        "one-hot " + "/".join(s.name for s in vocab.STATUSES) + " (none: all 0)",
+    ),
     _f("status_turns", 1, 0.0, 1.0, "sleep/toxic counter, min(n, 8) / 8"),
     _flag("item_known", "1 if the held item is known (own always; opponent once revealed)"),
     _flag("item_none", "1 if known to hold no item (consumed, knocked off)"),
-    _f("item_flags", len(vocab.ITEM_GROUPS) + 1, 0.0, 1.0,
-       "one-hot known item: " + ", ".join(vocab.ITEM_GROUPS) + ", other"),
+    _f(
+        "item_flags",
+        len(vocab.ITEM_GROUPS) + 1,
+        0.0,
+        1.0,
+        "one-hot known item: " + ", ".join(vocab.ITEM_GROUPS) + ", other",
+    ),
     _flag("ability_known", "1 if the ability is known (own; revealed or the only possible one)"),
-    _f("ability_flags", len(vocab.ABILITY_GROUPS) + 1, 0.0, 1.0,
-       "one-hot known ability group: " + ", ".join(vocab.ABILITY_GROUPS) + ", other"),
+    _f(
+        "ability_flags",
+        len(vocab.ABILITY_GROUPS) + 1,
+        0.0,
+        1.0,
+        "one-hot known ability group: " + ", ".join(vocab.ABILITY_GROUPS) + ", other",
+    ),
 )
 
 ACTIVE = (
@@ -106,8 +139,14 @@ MOVE = (
     _f("pp", 1, 0.0, 1.0, "current PP / max PP"),
     _flag("stab", "1 if a damaging move of a current or pre-Tera type of the user"),
     _f("effectiveness", 1, 0.0, 4.0, "type multiplier vs the opponent's active (0 if none)"),
-    _f("damage", 1, 0.0, 1.0, "poke_env.calc mean roll / target's current HP, clipped; "
-                             "0 for status moves and moves that cannot be chosen now"),
+    _f(
+        "damage",
+        1,
+        0.0,
+        1.0,
+        "poke_env.calc mean roll / target's current HP, clipped; "
+        "0 for status moves and moves that cannot be chosen now",
+    ),
     _flag("ko", "1 if the calc's top roll reaches the target's current HP"),
     _f("base_power", 1, 0.0, 1.0, "min(base power, 250) / 250"),
     _f("type", N_TYPES, 0.0, 1.0, "one-hot move type"),
@@ -118,9 +157,15 @@ MOVE = (
 )
 
 THREAT = (
-    _f("damage", 1, 0.0, 1.0, "opponent's best expected damage vs our active / its current "
-                             "HP (poke_env.calc; revealed moves, else likely random-battle "
-                             "moves, else STAB stand-ins), clipped"),
+    _f(
+        "damage",
+        1,
+        0.0,
+        1.0,
+        "opponent's best expected damage vs our active / its current "
+        "HP (poke_env.calc; revealed moves, else likely random-battle "
+        "moves, else STAB stand-ins), clipped",
+    ),
     _flag("ko", "1 if that move's top roll reaches our active's current HP"),
     _f("effectiveness", 1, 0.0, 4.0, "type multiplier of that move on our active"),
     _f("priority", 1, -1.0, 1.0, "clip(priority / 5, -1, 1) of that move"),
@@ -135,10 +180,20 @@ SPEED = (
 )
 
 FIELD = (
-    _f("weather", len(vocab.WEATHERS), 0.0, 1.0, "one-hot: " + ", ".join(
-        w.name.lower() for w in vocab.WEATHERS)),
-    _f("fields", len(vocab.FIELDS), 0.0, 1.0, "flags: " + ", ".join(
-        f.name.lower() for f in vocab.FIELDS)),
+    _f(
+        "weather",
+        len(vocab.WEATHERS),
+        0.0,
+        1.0,
+        "one-hot: " + ", ".join(w.name.lower() for w in vocab.WEATHERS),
+    ),
+    _f(
+        "fields",
+        len(vocab.FIELDS),
+        0.0,
+        1.0,
+        "flags: " + ", ".join(f.name.lower() for f in vocab.FIELDS),
+    ),
     _f("own_side", len(vocab.SIDE_CONDITIONS), 0.0, 1.0, vocab.SIDE_DOC),
     _f("opponent_side", len(vocab.SIDE_CONDITIONS), 0.0, 1.0, "same, opponent's side"),
 )
@@ -160,17 +215,31 @@ TEAM_SIZE = 6
 MOVE_SLOTS = 4
 
 LAYOUT: tuple[Block, ...] = (
-    Block("own_team", TEAM_SIZE, POKEMON, "our Pokémon in `battle.team` order (= switch "
-                                          "actions 0-5)"),
-    Block("opponent_team", TEAM_SIZE, POKEMON, "opponent's Pokémon in reveal order; "
-                                               "unrevealed slots: all 0 but hp = 1"),
+    Block(
+        "own_team", TEAM_SIZE, POKEMON, "our Pokémon in `battle.team` order (= switch actions 0-5)"
+    ),
+    Block(
+        "opponent_team",
+        TEAM_SIZE,
+        POKEMON,
+        "opponent's Pokémon in reveal order; unrevealed slots: all 0 but hp = 1",
+    ),
     Block("own_active", 1, ACTIVE, "our active Pokémon (0 if none)"),
     Block("opponent_active", 1, ACTIVE, "opponent's active Pokémon (0 if none)"),
-    Block("moves", MOVE_SLOTS, MOVE, "our active's moves in action-slot order (actions "
-                                     "6-9, +16 with Tera); empty slots 0"),
+    Block(
+        "moves",
+        MOVE_SLOTS,
+        MOVE,
+        "our active's moves in action-slot order (actions 6-9, +16 with Tera); empty slots 0",
+    ),
     Block("threat", 1, THREAT, "the opponent's active vs ours (0 while we must switch)"),
-    Block("speed", 1, SPEED, "actives' speed comparison (stats, boosts, paralysis, Choice "
-                             "Scarf, Tailwind; abilities ignored)"),
+    Block(
+        "speed",
+        1,
+        SPEED,
+        "actives' speed comparison (stats, boosts, paralysis, Choice "
+        "Scarf, Tailwind; abilities ignored)",
+    ),
     Block("field", 1, FIELD, "weather, terrains and rooms, hazards and screens"),
     Block("battle", 1, BATTLE, "turn, gimmicks, switching, counts"),
 )

@@ -62,12 +62,12 @@ _TERA_BY_NAME = {t.name.lower(): t for t in vocab.TERA_TYPES}
 _TYPE_BY_CODE = {t._value_: t for t in PokemonType}
 _TERA_BY_CODE = {t._value_: t for t in vocab.TERA_TYPES}
 _STATUS_BY_CODE = {s._value_: s for s in St}
-VOLATILE_CODES = tuple(frozenset(e._value_ for e in group)
-                        for group in vocab.VOLATILE_EFFECTS.values())
+VOLATILE_CODES = tuple(
+    frozenset(e._value_ for e in group) for group in vocab.VOLATILE_EFFECTS.values()
+)
 
 
-def effective_speed(mon: Pokemon, stat: int | None,
-                     side: dict[SideCondition, int]) -> float:
+def effective_speed(mon: Pokemon, stat: int | None, side: dict[SideCondition, int]) -> float:
     if not stat:
         return 0.0
     speed = stat * _BOOST_MULT[max(-6, min(6, mon.boosts.get("spe", 0)))]
@@ -82,8 +82,21 @@ def effective_speed(mon: Pokemon, stat: int | None,
 
 def pokemon_profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType, ...]]:
     """A Pokémon's cached block tail (``level`` onwards) and the types it attacks with."""
-    (gen, _, level, type_codes, tera_code, terastallized, base_stats, status_code, counter,
-     item, ability, moves, opponent) = key
+    (
+        gen,
+        _,
+        level,
+        type_codes,
+        tera_code,
+        terastallized,
+        base_stats,
+        status_code,
+        counter,
+        item,
+        ability,
+        moves,
+        opponent,
+    ) = key
     types = tuple(_TYPE_BY_CODE[c] for c in type_codes)
     tera = _TERA_BY_CODE.get(tera_code)
     status = _STATUS_BY_CODE.get(status_code)
@@ -102,7 +115,7 @@ def pokemon_profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType
         v[at("tera_known")] = 1.0
     v[at("terastallized")] = terastallized
     k = at("base_stats")
-    v[k:k + 6] = np.minimum(np.asarray(base_stats, np.float32) / 255.0, 1.0)
+    v[k : k + 6] = np.minimum(np.asarray(base_stats, np.float32) / 255.0, 1.0)
     if status is not None and status is not St.FNT:
         v[at("status") + vocab.STATUS_INDEX[status]] = 1.0
         v[at("status_turns")] = min(counter, 8) / 8.0
@@ -118,8 +131,12 @@ def pokemon_profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType
     if ability:
         v[at("ability_known")] = 1.0
         v[at("ability_flags") + vocab.ABILITY_INDEX.get(ability, vocab.OTHER_ABILITY)] = 1.0
-    attack = [t for move_id in moves[:4] for _, t, damaging in [move_static(gen, move_id)]
-              if damaging and t is not None]
+    attack = [
+        t
+        for move_id in moves[:4]
+        for _, t, damaging in [move_static(gen, move_id)]
+        if damaging and t is not None
+    ]
     if opponent and not moves:
         attack = list(types)
     return v, tuple(dict.fromkeys(attack))

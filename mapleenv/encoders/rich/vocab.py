@@ -10,7 +10,8 @@ from __future__ import annotations
 from poke_env.battle import Effect, Field, PokemonType, SideCondition, Status, Weather
 
 TYPES: tuple[PokemonType, ...] = tuple(
-    t for t in PokemonType if t not in (PokemonType.THREE_QUESTION_MARKS, PokemonType.STELLAR))
+    t for t in PokemonType if t not in (PokemonType.THREE_QUESTION_MARKS, PokemonType.STELLAR)
+)
 TERA_TYPES: tuple[PokemonType, ...] = (*TYPES, PokemonType.STELLAR)
 TYPE_INDEX = {t: i for i, t in enumerate(TYPES)}
 TERA_INDEX = {t: i for i, t in enumerate(TERA_TYPES)}
@@ -25,8 +26,14 @@ WEATHERS: tuple[Weather, ...] = tuple(w for w in Weather if w is not Weather.UNK
 WEATHER_INDEX = {w: i for i, w in enumerate(WEATHERS)}
 
 FIELDS: tuple[Field, ...] = (
-    Field.ELECTRIC_TERRAIN, Field.GRASSY_TERRAIN, Field.MISTY_TERRAIN, Field.PSYCHIC_TERRAIN,
-    Field.TRICK_ROOM, Field.GRAVITY, Field.MAGIC_ROOM, Field.WONDER_ROOM,
+    Field.ELECTRIC_TERRAIN,
+    Field.GRASSY_TERRAIN,
+    Field.MISTY_TERRAIN,
+    Field.PSYCHIC_TERRAIN,
+    Field.TRICK_ROOM,
+    Field.GRAVITY,
+    Field.MAGIC_ROOM,
+    Field.WONDER_ROOM,
 )
 FIELD_INDEX = {f: i for i, f in enumerate(FIELDS)}
 
@@ -45,7 +52,8 @@ SIDE_CONDITIONS: dict[SideCondition, int | None] = {
 }
 SIDE_INDEX = {c: i for i, c in enumerate(SIDE_CONDITIONS)}
 SIDE_DOC = "our side: " + ", ".join(
-    c.name.lower() + (f" (layers / {d})" if d else "") for c, d in SIDE_CONDITIONS.items())
+    c.name.lower() + (f" (layers / {d})" if d else "") for c, d in SIDE_CONDITIONS.items()
+)
 SCREENS = frozenset({SideCondition.REFLECT, SideCondition.LIGHT_SCREEN, SideCondition.AURORA_VEIL})
 
 PERISH = frozenset({Effect.PERISH0, Effect.PERISH1, Effect.PERISH2, Effect.PERISH3})
@@ -89,33 +97,105 @@ OTHER_ITEM = len(ITEM_GROUPS)
 ABILITY_GROUPS: dict[str, frozenset[str]] = {
     "levitate": frozenset({"levitate"}),
     "intimidate": frozenset({"intimidate"}),
-    "type_absorb": frozenset({
-        "waterabsorb", "voltabsorb", "stormdrain", "lightningrod", "motordrive", "sapsipper",
-        "flashfire", "dryskin", "eartheater", "wellbakedbody", "windrider", "purifyingsalt"}),
-    "damage_cut": frozenset({
-        "multiscale", "shadowshield", "thickfat", "filter", "solidrock", "prismarmor", "fluffy",
-        "icescales", "furcoat", "heatproof", "tabletsofruin", "swordofruin", "beadsofruin",
-        "vesselofruin"}),
+    "type_absorb": frozenset(
+        {
+            "waterabsorb",
+            "voltabsorb",
+            "stormdrain",
+            "lightningrod",
+            "motordrive",
+            "sapsipper",
+            "flashfire",
+            "dryskin",
+            "eartheater",
+            "wellbakedbody",
+            "windrider",
+            "purifyingsalt",
+        }
+    ),
+    "damage_cut": frozenset(
+        {
+            "multiscale",
+            "shadowshield",
+            "thickfat",
+            "filter",
+            "solidrock",
+            "prismarmor",
+            "fluffy",
+            "icescales",
+            "furcoat",
+            "heatproof",
+            "tabletsofruin",
+            "swordofruin",
+            "beadsofruin",
+            "vesselofruin",
+        }
+    ),
     "sturdy": frozenset({"sturdy", "disguise", "iceface", "terashell"}),
-    "power": frozenset({
-        "hugepower", "purepower", "hustle", "gorillatactics", "toughclaws", "sheerforce",
-        "technician", "adaptability", "ironfist", "strongjaw", "sharpness", "punkrock",
-        "transistor", "dragonsmaw", "rockypayload", "steelworker", "tintedlens", "aerilate",
-        "pixilate", "refrigerate", "galvanize", "supremeoverlord", "waterbubble"}),
-    "snowball": frozenset({
-        "moxie", "beastboost", "speedboost", "contrary", "defiant", "competitive",
-        "chillingneigh", "grimneigh", "asoneglastrier", "asonespectrier", "moody"}),
+    "power": frozenset(
+        {
+            "hugepower",
+            "purepower",
+            "hustle",
+            "gorillatactics",
+            "toughclaws",
+            "sheerforce",
+            "technician",
+            "adaptability",
+            "ironfist",
+            "strongjaw",
+            "sharpness",
+            "punkrock",
+            "transistor",
+            "dragonsmaw",
+            "rockypayload",
+            "steelworker",
+            "tintedlens",
+            "aerilate",
+            "pixilate",
+            "refrigerate",
+            "galvanize",
+            "supremeoverlord",
+            "waterbubble",
+        }
+    ),
+    "snowball": frozenset(
+        {
+            "moxie",
+            "beastboost",
+            "speedboost",
+            "contrary",
+            "defiant",
+            "competitive",
+            "chillingneigh",
+            "grimneigh",
+            "asoneglastrier",
+            "asonespectrier",
+            "moody",
+        }
+    ),
     "paradox": frozenset({"protosynthesis", "quarkdrive"}),
-    "weather_setter": frozenset({
-        "drought", "drizzle", "sandstream", "snowwarning", "orichalcumpulse", "desolateland",
-        "primordialsea", "deltastream"}),
-    "terrain_setter": frozenset({
-        "electricsurge", "grassysurge", "psychicsurge", "mistysurge", "hadronengine",
-        "seedsower"}),
-    "weather_speed": frozenset({
-        "swiftswim", "chlorophyll", "sandrush", "slushrush", "surgesurfer", "unburden"}),
-    "status_user": frozenset({
-        "guts", "marvelscale", "poisonheal", "quickfeet", "toxicboost", "flareboost"}),
+    "weather_setter": frozenset(
+        {
+            "drought",
+            "drizzle",
+            "sandstream",
+            "snowwarning",
+            "orichalcumpulse",
+            "desolateland",
+            "primordialsea",
+            "deltastream",
+        }
+    ),
+    "terrain_setter": frozenset(
+        {"electricsurge", "grassysurge", "psychicsurge", "mistysurge", "hadronengine", "seedsower"}
+    ),
+    "weather_speed": frozenset(
+        {"swiftswim", "chlorophyll", "sandrush", "slushrush", "surgesurfer", "unburden"}
+    ),
+    "status_user": frozenset(
+        {"guts", "marvelscale", "poisonheal", "quickfeet", "toxicboost", "flareboost"}
+    ),
     "regenerator": frozenset({"regenerator", "naturalcure"}),
     "magicguard": frozenset({"magicguard"}),
     "prankster": frozenset({"prankster", "galewings", "triage"}),
@@ -123,14 +203,32 @@ ABILITY_GROUPS: dict[str, frozenset[str]] = {
     "moldbreaker": frozenset({"moldbreaker", "teravolt", "turboblaze", "myceliummight"}),
     "protean": frozenset({"protean", "libero"}),
     "reflect_status": frozenset({"magicbounce", "goodasgold"}),
-    "contact_punish": frozenset({
-        "roughskin", "ironbarbs", "flamebody", "static", "poisonpoint", "effectspore"}),
+    "contact_punish": frozenset(
+        {"roughskin", "ironbarbs", "flamebody", "static", "poisonpoint", "effectspore"}
+    ),
 }
 ABILITY_INDEX = {a: i for i, (_, abilities) in enumerate(ABILITY_GROUPS.items()) for a in abilities}
 OTHER_ABILITY = len(ABILITY_GROUPS)
 
-MOVE_EFFECTS = ("heal", "boost_self", "lower_target", "inflict_status", "set_hazard",
-                "clear_hazard", "pivot", "protect", "recoil", "force_switch", "set_field")
-HAZARDS = frozenset({SideCondition.STEALTH_ROCK, SideCondition.SPIKES,
-                     SideCondition.TOXIC_SPIKES, SideCondition.STICKY_WEB})
+MOVE_EFFECTS = (
+    "heal",
+    "boost_self",
+    "lower_target",
+    "inflict_status",
+    "set_hazard",
+    "clear_hazard",
+    "pivot",
+    "protect",
+    "recoil",
+    "force_switch",
+    "set_field",
+)
+HAZARDS = frozenset(
+    {
+        SideCondition.STEALTH_ROCK,
+        SideCondition.SPIKES,
+        SideCondition.TOXIC_SPIKES,
+        SideCondition.STICKY_WEB,
+    }
+)
 HAZARD_CLEARERS = frozenset({"rapidspin", "defog", "tidyup", "mortalspin", "courtchange"})
