@@ -26,12 +26,14 @@ def _columns(run_dir: Path) -> tuple[list[str], int]:
 
 
 def _sim_hosts() -> set[int]:
-    """PIDs of live direct-backend simulator hosts (``node ... sim_host.js``)."""
-    found = set()
-    for proc in psutil.process_iter(["cmdline"]):
-        if any("sim_host.js" in part for part in proc.info["cmdline"] or ()):
-            found.add(proc.pid)
-    return found
+    """PIDs of live direct-backend simulator hosts of this checkout (``node
+    <ROOT>/mapleenv/js/sim_host.js``): other checkouts' hosts on a shared machine do not count."""
+    script = str(ROOT / "mapleenv" / "js" / "sim_host.js")
+    return {
+        proc.pid
+        for proc in psutil.process_iter(["cmdline"])
+        if script in (proc.info["cmdline"] or ())
+    }
 
 
 def _node_processes_under(directory: Path) -> list[int]:
