@@ -8,12 +8,14 @@ setup:
 train: setup
 	$(VENV)/python -m trainer +experiment=lstm_ppo $(ARGS)
 
-test: setup
-	$(VENV)/ruff check .
+test: setup lint
 	$(VENV)/python -m pytest $(ARGS)
 
+# Style and architecture: ruff lint + format, import-linter contracts (pyproject.toml).
 lint: setup
 	$(VENV)/ruff check .
+	$(VENV)/ruff format --check .
+	$(VENV)/lint-imports
 
 bench: setup
 	$(VENV)/python scripts/bench_env.py $(ARGS)

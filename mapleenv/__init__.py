@@ -1,4 +1,4 @@
-"""Maple environment side: Showdown servers, battle env, encoding, reward, opponents.
+"""Maple environment side: Showdown servers, battle env, encoders, reward, opponents.
 
 ``import mapleenv`` registers the Gymnasium id ``mapleenv/Showdown-v0``
 (:class:`mapleenv.env.PokemonEnv`). Everything else is imported lazily, so importing
@@ -19,18 +19,18 @@ if ENV_ID not in registry:
 
 _LAZY = {
     "PokemonEnv": "mapleenv.env",
-    "BattleAborted": "mapleenv.env",
-    "register_backend": "mapleenv.env",
-    "make_vector_env": "mapleenv.vector",
-    "ShowdownVectorEnv": "mapleenv.vector",
-    "ShowdownServer": "mapleenv.server",
-    "ServerPool": "mapleenv.server",
-    "external_server": "mapleenv.server",
-    "find_showdown": "mapleenv.server",
-    "ShowdownError": "mapleenv.server",
+    "BattleAborted": "mapleenv.backends",
+    "register_backend": "mapleenv.backends",
+    "make_vector_env": "mapleenv.vector.local",
+    "ShowdownVectorEnv": "mapleenv.vector.local",
+    "ShowdownServer": "mapleenv.showdown",
+    "ServerPool": "mapleenv.showdown",
+    "external_server": "mapleenv.showdown",
+    "find_showdown": "mapleenv.showdown",
+    "ShowdownError": "mapleenv.showdown",
     "RewardConfig": "mapleenv.reward",
-    "make_encoder": "mapleenv.encoding",
-    "register_encoder": "mapleenv.encoding",
+    "make_encoder": "mapleenv.encoders",
+    "register_encoder": "mapleenv.encoders",
     "make_opponent": "mapleenv.opponents",
     "register_opponent": "mapleenv.opponents",
 }

@@ -67,8 +67,9 @@ def needs_decision(battle: Battle) -> bool:
     return not battle.finished and not battle.wait and not battle.teampreview
 
 
-def _action_of(order: SingleBattleOrder, team_index: dict[int, int],
-               slot_index: dict[str, int]) -> int | None:
+def _action_of(
+    order: SingleBattleOrder, team_index: dict[int, int], slot_index: dict[str, int]
+) -> int | None:
     target = order.order
     if isinstance(target, Pokemon):
         return team_index.get(id(target))
@@ -99,8 +100,11 @@ def legal_actions(battle: Battle) -> dict[int, BattleOrder]:
             continue
         action = _action_of(order, team_index, slot_index)
         if action is None or action >= size:
-            logger.warning("%s: valid order %r has no action; it cannot be chosen",
-                           battle.battle_tag, order.message)
+            logger.warning(
+                "%s: valid order %r has no action; it cannot be chosen",
+                battle.battle_tag,
+                order.message,
+            )
             continue
         actions.setdefault(action, order)
     return actions
@@ -134,7 +138,8 @@ def action_to_order(action: int, battle: Battle) -> BattleOrder:
     if action not in legal:
         raise ValueError(
             f"illegal action {action} in {battle.battle_tag} (turn {battle.turn}); "
-            f"legal actions: {describe_legal(legal)}")
+            f"legal actions: {describe_legal(legal)}"
+        )
     return legal[action]
 
 

@@ -36,11 +36,14 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.player.battle_order import BattleOrder
 
-from mapleenv.features.encoder import RichEncoder
-from mapleenv.server import ShowdownServer, external_server, find_showdown
+from mapleenv.encoders.rich.encoder import RichEncoder
+from mapleenv.showdown import ShowdownServer, external_server, find_showdown
 
 PLAYERS: dict[str, type[Player]] = {
-    "random": RandomPlayer, "max_power": MaxBasePowerPlayer, "heuristic": SimpleHeuristicsPlayer}
+    "random": RandomPlayer,
+    "max_power": MaxBasePowerPlayer,
+    "heuristic": SimpleHeuristicsPlayer,
+}
 
 
 def recording_player(base: type[Player]) -> type[Player]:
@@ -63,8 +66,12 @@ def stats_us(ns: np.ndarray) -> dict[str, float]:
     us = ns / 1e3
     if not len(us):
         return {}
-    return {"median": round(float(np.median(us)), 1), "p90": round(float(np.percentile(us, 90)), 1),
-            "p99": round(float(np.percentile(us, 99)), 1), "mean": round(float(us.mean()), 1)}
+    return {
+        "median": round(float(np.median(us)), 1),
+        "p90": round(float(np.percentile(us, 90)), 1),
+        "p99": round(float(np.percentile(us, 99)), 1),
+        "mean": round(float(us.mean()), 1),
+    }
 
 
 class Timer:
@@ -100,18 +107,28 @@ async def play(players: list[Player], battles: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--battles", type=int, default=100)
     parser.add_argument("--players", choices=sorted(PLAYERS), default="random")
     parser.add_argument("--concurrent", type=int, default=4, help="battles at once")
     parser.add_argument("--server-url", help="use this Showdown server instead of starting one")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="encode slices alternating with simulator slices")
-    parser.add_argument("--sim-seconds", type=float, default=4.0,
-                        help="seconds of simulator timing per round (0: skip)")
-    parser.add_argument("--sim-warmup", type=float, default=60.0,
-                        help="unmeasured seconds of the simulator before the first round")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="encode slices alternating with simulator slices"
+    )
+    parser.add_argument(
+        "--sim-seconds",
+        type=float,
+        default=4.0,
+        help="seconds of simulator timing per round (0: skip)",
+    )
+    parser.add_argument(
+        "--sim-warmup",
+        type=float,
+        default=60.0,
+        help="unmeasured seconds of the simulator before the first round",
+    )
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
 
@@ -123,8 +140,14 @@ def main(argv: list[str] | None = None) -> int:
         server = ShowdownServer(log_dir=tempfile.mkdtemp(prefix="bench_encoder_")).start()
         config = server.server_configuration
     cls = recording_player(PLAYERS[args.players])
-    players = [cls(battle_format="gen9randombattle", server_configuration=config,
-                   max_concurrent_battles=args.concurrent) for _ in range(2)]
+    players = [
+        cls(
+            battle_format="gen9randombattle",
+            server_configuration=config,
+            max_concurrent_battles=args.concurrent,
+        )
+        for _ in range(2)
+    ]
     try:
         asyncio.run(play(players, args.battles))
     finally:
@@ -138,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     rounds = []
     for r in range(args.rounds):
-        chunk = sequence[r * len(sequence) // args.rounds:(r + 1) * len(sequence) // args.rounds]
+        chunk = sequence[r * len(sequence) // args.rounds : (r + 1) * len(sequence) // args.rounds]
         start = len(timer.wall_ns)
         for owner, battle in chunk:
             timer.encode(owner, battle)
@@ -159,10 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     n_calls = sum(d.calls for d in damage)
     lookups = n_calls + sum(d.hits for d in damage)
     result: dict[str, Any] = {
-        "bench": "encoder", "encoder": "rich", "size": RichEncoder().size,
-        "players": args.players, "battles": players[0].n_finished_battles,
+        "bench": "encoder",
+        "encoder": "rich",
+        "size": RichEncoder().size,
+        "players": args.players,
+        "battles": players[0].n_finished_battles,
         "states": int(len(wall)),
-        "encode_wall_us": stats_us(wall), "encode_cpu_us": stats_us(cpu),
+        "encode_wall_us": stats_us(wall),
+        "encode_cpu_us": stats_us(cpu),
         "encode_wall_us_no_calc_states": stats_us(wall[calls == 0]),
         "encode_wall_us_calc_states": stats_us(wall[calls > 0]),
         "states_without_calc": round(float(np.mean(calls == 0)), 3),
@@ -177,10 +204,14 @@ def main(argv: list[str] | None = None) -> int:
         sims = [r["sim_us_per_turn"] for r in rounds]
         result["sim_us_per_turn_median"] = round(float(np.median(sims)), 1)
         result["encode_over_sim_turn_median"] = round(
-            float(np.median([r["ratio"] for r in rounds])), 3)
-    result["machine"] = {"cores": os.cpu_count(), "python": platform.python_version(),
-                         "loadavg_before": [round(x, 2) for x in load_before],
-                         "loadavg_after": [round(x, 2) for x in load_after]}
+            float(np.median([r["ratio"] for r in rounds])), 3
+        )
+    result["machine"] = {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in load_after],
+    }
     line = json.dumps(result)
     print(line)
     if args.out:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 SIM_CEILING_JS = REPO / "mapleenv" / "js" / "sim_ceiling.js"
@@ -74,16 +75,23 @@ class Ceiling:
     """``procs`` long-lived ``sim_ceiling.js --serve`` processes (their JIT stays warm
     between measurements; they play nothing in between)."""
 
-    def __init__(self, procs: int, battle_format: str = "gen9randombattle",
-                 warmup: float = 5.0):
-        from mapleenv.server import find_node, find_showdown
+    def __init__(self, procs: int, battle_format: str = "gen9randombattle", warmup: float = 5.0):
+        from mapleenv.showdown import find_node, find_showdown
 
         node = find_node()
         find_showdown()  # clear error when the npm package is missing
-        self.procs = [subprocess.Popen(
-            [node, str(SIM_CEILING_JS), "--serve", "--format", battle_format],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            bufsize=1, cwd=REPO) for _ in range(procs)]
+        self.procs = [
+            subprocess.Popen(
+                [node, str(SIM_CEILING_JS), "--serve", "--format", battle_format],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                cwd=REPO,
+            )
+            for _ in range(procs)
+        ]
         if warmup > 0:
             self.measure(warmup)
 
@@ -95,13 +103,15 @@ class Ceiling:
         for proc in self.procs:
             line = proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"sim_ceiling.js exited ({proc.wait()}): "
-                                   f"{proc.stderr.read().strip()[-2000:]}")
+                raise RuntimeError(
+                    f"sim_ceiling.js exited ({proc.wait()}): {proc.stderr.read().strip()[-2000:]}"
+                )
             results.append(json.loads(line))
         return {
             "sim_turns_per_s": sum(r["turns_per_s"] for r in results),
-            "sim_cpu_ms_per_turn": 1e3 * sum(r["cpu_s"] for r in results) / max(
-                1, sum(r["turns"] for r in results)),
+            "sim_cpu_ms_per_turn": 1e3
+            * sum(r["cpu_s"] for r in results)
+            / max(1, sum(r["turns"] for r in results)),
             "sim_procs": len(self.procs),
             "sim_turns_per_s_each": [round(r["turns_per_s"], 1) for r in results],
         }
@@ -118,8 +128,9 @@ class Ceiling:
                 proc.wait()
 
 
-def sim_ceiling(seconds: float, procs: int, warmup: float = 2.0,
-                battle_format: str = "gen9randombattle") -> dict[str, Any]:
+def sim_ceiling(
+    seconds: float, procs: int, warmup: float = 2.0, battle_format: str = "gen9randombattle"
+) -> dict[str, Any]:
     """One ceiling measurement: ``procs`` processes, ``warmup`` s, then ``seconds`` s."""
     ceiling = Ceiling(procs, battle_format, warmup)
     try:
@@ -138,30 +149,18 @@ def process_cpu() -> dict[str, float]:
 def descendants_cpu_by_kind(root: int | None = None) -> dict[str, float]:
     """CPU seconds of the live descendants of ``root`` (default: this process), split into
     ``node`` processes and ``workers`` (everything else)."""
-    root = os.getpid() if root is None else root
-    parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    name: dict[int, str] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        pid = int(entry.name)
-        fields = stat[stat.rindex(")") + 2:].split()
-        parent[pid] = int(fields[1])
-        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
-        name[pid] = stat[stat.index("(") + 1: stat.rindex(")")]
     totals = {"node": 0.0, "workers": 0.0}
-    for pid in parent:
-        ancestor = parent.get(pid)
-        while ancestor is not None and ancestor != root and ancestor > 1:
-            ancestor = parent.get(ancestor)
-        if ancestor == root:
-            totals["node" if name[pid] == "node" else "workers"] += cpu[pid]
+    try:
+        children = psutil.Process(root).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return totals
+    for child in children:
+        try:
+            times = child.cpu_times()
+            kind = "node" if child.name() == "node" else "workers"
+        except psutil.Error:
+            continue
+        totals[kind] += times.user + times.system
     return totals
 
 
@@ -181,16 +180,25 @@ def random_masked_actions(masks: np.ndarray, rng: np.random.Generator) -> np.nda
 class _VectorRun:
     """A vector env stepped with random masked actions, measured in time slices."""
 
-    def __init__(self, num_envs: int, backend: str, servers: int, sim_hosts: int | None,
-                 battle_format: str, opponent: str, seed: int):
+    def __init__(
+        self,
+        num_envs: int,
+        backend: str,
+        servers: int,
+        sim_hosts: int | None,
+        battle_format: str,
+        opponent: str,
+        seed: int,
+    ):
         import mapleenv
 
         self.num_envs = num_envs
         self.rng = np.random.default_rng(seed)
         t_start = time.perf_counter()
         common = dict(battle_format=battle_format, opponent=opponent, seed=seed)
-        self.envs = mapleenv.make_vector_env(num_envs, backend=backend, servers=servers,
-                                             sim_hosts=sim_hosts, **common)
+        self.envs = mapleenv.make_vector_env(
+            num_envs, backend=backend, servers=servers, sim_hosts=sim_hosts, **common
+        )
         try:
             self.obs, _ = self.envs.reset()
         except BaseException:
@@ -224,11 +232,19 @@ class _VectorRun:
         self.envs.close()
 
 
-def measure(num_envs: int, args: argparse.Namespace, backend: str,
-            ceiling: Ceiling | None) -> dict[str, Any]:
+def measure(
+    num_envs: int, args: argparse.Namespace, backend: str, ceiling: Ceiling | None
+) -> dict[str, Any]:
     """Env steps/s and simulator turns/s in alternating slices; medians and their ratio."""
-    run = _VectorRun(num_envs, backend, args.servers, args.sim_hosts, args.battle_format,
-                     args.opponent, args.seed)
+    run = _VectorRun(
+        num_envs,
+        backend,
+        args.servers,
+        args.sim_hosts,
+        args.battle_format,
+        args.opponent,
+        args.seed,
+    )
     env_rates: list[float] = []
     env_cpu: list[dict[str, float]] = []
     sim_rates: list[float] = []
@@ -252,46 +268,75 @@ def measure(num_envs: int, args: argparse.Namespace, backend: str,
         "env_cpu_ms_per_step": float(np.median([c["total"] for c in env_cpu])),
         "env_cpu_ms_per_step_by_kind": {
             kind: round(float(np.median([c[kind] for c in env_cpu])), 3)
-            for kind in ("main", "workers", "node")},
+            for kind in ("main", "workers", "node")
+        },
         "episodes": run.episodes,
         "startup_s": round(run.startup_s, 2),
     }
     if sim_rates:
-        record.update({
-            "sim_turns_per_s": float(np.median(sim_rates)),
-            "sim_turns_per_s_rounds": [round(r, 1) for r in sim_rates],
-            "sim_cpu_ms_per_turn": float(np.median(sim_cpu)),
-            "sim_procs": args.sim_procs,
-            "ratio": float(np.median([e / s for e, s in zip(env_rates, sim_rates,
-                                                              strict=True)])),
-            "cpu_ratio": float(np.median(sim_cpu) / np.median([c["total"] for c in env_cpu])),
-        })
+        record.update(
+            {
+                "sim_turns_per_s": float(np.median(sim_rates)),
+                "sim_turns_per_s_rounds": [round(r, 1) for r in sim_rates],
+                "sim_cpu_ms_per_turn": float(np.median(sim_cpu)),
+                "sim_procs": args.sim_procs,
+                "ratio": float(
+                    np.median([e / s for e, s in zip(env_rates, sim_rates, strict=True)])
+                ),
+                "cpu_ratio": float(np.median(sim_cpu) / np.median([c["total"] for c in env_cpu])),
+            }
+        )
     return record
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--num-envs", default="8", help="comma-separated N values, e.g. 1,4,8,16")
-    parser.add_argument("--seconds", type=float, default=20.0,
-                        help="measured seconds per N, for the env and again for the ceiling")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="alternate env and ceiling slices this many times (medians)")
-    parser.add_argument("--warmup", type=float, default=60.0,
-                        help="unmeasured seconds of each env before its rounds (its Node "
-                             "hosts or servers warm up like the ceiling: about a minute)")
-    parser.add_argument("--ceiling-warmup", type=float, default=60.0,
-                        help="unmeasured seconds of the ceiling at start (its turns/s still "
-                             "rises for about a minute on a quiet 2-core VM)")
-    parser.add_argument("--backend", default="direct,server",
-                        help="comma-separated backends (direct, server)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=20.0,
+        help="measured seconds per N, for the env and again for the ceiling",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="alternate env and ceiling slices this many times (medians)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=60.0,
+        help="unmeasured seconds of each env before its rounds (its Node "
+        "hosts or servers warm up like the ceiling: about a minute)",
+    )
+    parser.add_argument(
+        "--ceiling-warmup",
+        type=float,
+        default=60.0,
+        help="unmeasured seconds of the ceiling at start (its turns/s still "
+        "rises for about a minute on a quiet 2-core VM)",
+    )
+    parser.add_argument(
+        "--backend", default="direct,server", help="comma-separated backends (direct, server)"
+    )
     parser.add_argument("--servers", type=int, default=1, help="Showdown servers (server backend)")
-    parser.add_argument("--sim-hosts", type=int, default=None,
-                        help="direct backend: shared simulator hosts (default: one per core; "
-                             "0: one Node host per env)")
+    parser.add_argument(
+        "--sim-hosts",
+        type=int,
+        default=None,
+        help="direct backend: shared simulator hosts (default: one per core; "
+        "0: one Node host per env)",
+    )
     parser.add_argument("--battle-format", default="gen9randombattle")
     parser.add_argument("--opponent", default="random")
-    parser.add_argument("--sim-procs", type=int, default=os.cpu_count() or 1,
-                        help="Node processes for the simulator ceiling (default: one per core)")
+    parser.add_argument(
+        "--sim-procs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="Node processes for the simulator ceiling (default: one per core)",
+    )
     parser.add_argument("--no-ceiling", action="store_true", help="skip the simulator ceiling")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -301,18 +346,29 @@ def main(argv: list[str] | None = None) -> int:
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if not sizes or min(sizes) < 1:
         parser.error("--num-envs needs positive integers")
-    ceiling = None if args.no_ceiling else Ceiling(args.sim_procs, args.battle_format,
-                                                     args.ceiling_warmup)
+    ceiling = (
+        None
+        if args.no_ceiling
+        else Ceiling(args.sim_procs, args.battle_format, args.ceiling_warmup)
+    )
     try:
         for backend in backends:
             for num_envs in sizes:
                 record: dict[str, Any] = {
-                    "backend": backend, "num_envs": num_envs, "seconds": args.seconds,
-                    "battle_format": args.battle_format, "opponent": args.opponent,
+                    "backend": backend,
+                    "num_envs": num_envs,
+                    "seconds": args.seconds,
+                    "battle_format": args.battle_format,
+                    "opponent": args.opponent,
                     "servers": args.servers if backend == "server" else None,
-                    "sim_hosts": (min(args.sim_hosts if args.sim_hosts is not None
-                                      else os.cpu_count() or 1, num_envs)
-                                  if backend == "direct" else None),
+                    "sim_hosts": (
+                        min(
+                            args.sim_hosts if args.sim_hosts is not None else os.cpu_count() or 1,
+                            num_envs,
+                        )
+                        if backend == "direct"
+                        else None
+                    ),
                 }
                 record.update(measure(num_envs, args, backend, ceiling))
                 record["machine"] = machine_info()

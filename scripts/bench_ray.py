@@ -60,7 +60,7 @@ def env_factory(
     if args.env == "cartpole":
         fn = functools.partial(gym.make_vec, "CartPole-v1")
         return fn, {"vectorization_mode": "async", "vector_kwargs": {"context": "spawn"}}
-    from mapleenv.ray_vector import make_showdown_vector_env
+    from mapleenv.vector.ray import make_showdown_vector_env
 
     kwargs = {
         "battle_format": args.battle_format,
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import ray
 
-    from mapleenv.ray_vector import RayVectorEnv
+    from mapleenv.vector.ray import RayVectorEnv
 
     ray.init(
         address="local",

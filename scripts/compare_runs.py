@@ -52,8 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", help="LABEL=PATH (a metrics.csv or its run dir)")
     parser.add_argument("--out", type=Path, required=True, help="PNG to write")
     parser.add_argument("--window", type=int, default=20, help="moving-average iterations")
-    parser.add_argument("--x", choices=("steps", "minutes"), default="steps",
-                        help="x axis: env steps or training minutes")
+    parser.add_argument(
+        "--x",
+        choices=("steps", "minutes"),
+        default="steps",
+        help="x axis: env steps or training minutes",
+    )
     args = parser.parse_args(argv)
 
     runs = [_run(spec) for spec in args.runs]
@@ -61,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     keys = [k for k in keys if all(k in rows[0] for _, rows in runs)]
     if any("teacher_agreement" in rows[0] for _, rows in runs):
         keys.append("teacher_agreement")
-    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.6 * len(keys)), sharex=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.6 * len(keys)), sharex=True, squeeze=False)
     summary: dict[str, dict[str, float]] = {}
     for label, rows in runs:
         steps = _column(rows, "global_step")

@@ -35,12 +35,20 @@ def main() -> None:
     parser.add_argument("--log-dir", default=None, help="embedded server directory and log")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
 
-    env = gym.make("mapleenv/Showdown-v0", battle_format=args.format, opponent=args.opponent,
-                   server=args.server, max_turns=args.max_turns, record_dir=args.record,
-                   log_dir=args.log_dir)
+    env = gym.make(
+        "mapleenv/Showdown-v0",
+        battle_format=args.format,
+        opponent=args.opponent,
+        server=args.server,
+        max_turns=args.max_turns,
+        record_dir=args.record,
+        log_dir=args.log_dir,
+    )
     rng = np.random.default_rng(args.seed)
     wins = steps = 0
     start = time.perf_counter()
@@ -60,14 +68,27 @@ def main() -> None:
                 done = terminated or truncated
             wins += bool(info.get("won"))
             outcome = "aborted" if "aborted" in info else ("won" if info.get("won") else "lost")
-            print(f"battle {i + 1}/{args.battles}: {info['battle_tag']} {outcome} "
-                  f"in {info['turns']} turns, return {total:+.2f}", flush=True)
+            print(
+                f"battle {i + 1}/{args.battles}: {info['battle_tag']} {outcome} "
+                f"in {info['turns']} turns, return {total:+.2f}",
+                flush=True,
+            )
     finally:
         env.close()
     elapsed = time.perf_counter() - start
-    print(json.dumps({"battles": args.battles, "wins": wins, "opponent": args.opponent,
-                      "steps": steps, "startup_s": round(startup, 2),
-                      "seconds": round(elapsed, 2), "steps_per_s": round(steps / elapsed, 1)}))
+    print(
+        json.dumps(
+            {
+                "battles": args.battles,
+                "wins": wins,
+                "opponent": args.opponent,
+                "steps": steps,
+                "startup_s": round(startup, 2),
+                "seconds": round(elapsed, 2),
+                "steps_per_s": round(steps / elapsed, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

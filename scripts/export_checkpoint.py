@@ -34,13 +34,17 @@ def main() -> None:
         ckpt["selfplay"] = None
     args.out.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(args.out, ckpt)
-    print(json.dumps({
-        "source": str(args.checkpoint),
-        "source_bytes": args.checkpoint.stat().st_size,
-        "out": str(args.out),
-        "out_bytes": args.out.stat().st_size,
-        "global_step": ckpt.get("global_step"),
-    }))
+    print(
+        json.dumps(
+            {
+                "source": str(args.checkpoint),
+                "source_bytes": args.checkpoint.stat().st_size,
+                "out": str(args.out),
+                "out_bytes": args.out.stat().st_size,
+                "global_step": ckpt.get("global_step"),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

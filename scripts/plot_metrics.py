@@ -84,8 +84,10 @@ def main() -> None:
     bottom.legend(loc="lower right")
     minutes = training_minutes(_column(rows, "wall_s"))
     name = args.metrics.parent.name if args.metrics.name == "metrics.csv" else args.metrics.stem
-    fig.suptitle(f"{name}: {int(steps[-1]):,} steps"
-                 + (f", {minutes:.0f} min" if not np.isnan(minutes) else ""))
+    fig.suptitle(
+        f"{name}: {int(steps[-1]):,} steps"
+        + (f", {minutes:.0f} min" if not np.isnan(minutes) else "")
+    )
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=100)

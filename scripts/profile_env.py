@@ -33,14 +33,14 @@ from bench_env import descendants_cpu  # noqa: E402
 
 # (label, filename fragment, function name) of the costs reported by --cprofile.
 HOT_SPOTS = [
-    ("encoder.encode", "mapleenv/encoding.py", "encode"),
+    ("encoder.encode", "mapleenv/encoders/__init__.py", "encode"),
     ("actions.legal_actions", "mapleenv/actions.py", "legal_actions"),
     ("reward.compute", "mapleenv/reward.py", "compute"),
     ("env._observe", "mapleenv/env.py", "_observe"),
     ("env.step", "mapleenv/env.py", "step"),
-    ("direct: wait for simulator", "mapleenv/direct/host.py", "send"),
-    ("direct: absorb sim output", "mapleenv/direct/session.py", "_absorb"),
-    ("direct: opponent choice", "mapleenv/direct/session.py", "_opponent_choice"),
+    ("direct: wait for simulator", "mapleenv/backends/direct/host.py", "send"),
+    ("direct: absorb sim output", "mapleenv/backends/direct/session.py", "_absorb"),
+    ("direct: opponent choice", "mapleenv/backends/direct/session.py", "_opponent_choice"),
     ("poke-env parse_request", "poke_env/battle/battle.py", "parse_request"),
     ("poke-env parse_message", "poke_env/battle/abstract_battle.py", "parse_message"),
     ("poke-env valid_orders", "poke_env/battle/battle.py", "valid_orders"),
@@ -52,12 +52,18 @@ def _cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(backend: str, steps: int, seed: int, opponent: str, encoder: str,
-        profiler: cProfile.Profile | None) -> dict[str, Any]:
+def run(
+    backend: str,
+    steps: int,
+    seed: int,
+    opponent: str,
+    encoder: str,
+    profiler: cProfile.Profile | None,
+) -> dict[str, Any]:
     import mapleenv
 
     if backend == "direct":
-        import mapleenv.direct  # noqa: F401  (registers the backend)
+        import mapleenv.backends.direct  # noqa: F401  (registers the backend)
     env = mapleenv.PokemonEnv(opponent=opponent, encoder=encoder, backend=backend, seed=seed)
     rng = np.random.default_rng(seed)
     obs, _ = env.reset()
@@ -81,7 +87,10 @@ def run(backend: str, steps: int, seed: int, opponent: str, encoder: str,
     child_cpu = descendants_cpu() - child0
     env.close()
     return {
-        "backend": backend, "steps": steps, "episodes": episodes, "profiled": bool(profiler),
+        "backend": backend,
+        "steps": steps,
+        "episodes": episodes,
+        "profiled": bool(profiler),
         "wall_ms_per_step": 1e3 * wall / steps,
         "python_cpu_ms_per_step": 1e3 * self_cpu / steps,
         "node_cpu_ms_per_step": 1e3 * child_cpu / steps,
@@ -94,18 +103,25 @@ def breakdown(profiler: cProfile.Profile, steps: int, top: int) -> dict[str, Any
     total = sum(row[2] for row in stats.stats.values())  # own time of every function
     hot = {}
     for label, fragment, name in HOT_SPOTS:
-        cum = sum(row[3] for (path, _, func), row in stats.stats.items()
-                  if func == name and fragment in path.replace("\\", "/"))
-        hot[label] = {"ms_per_step": round(1e3 * cum / steps, 3),
-                      "share": round(cum / total, 3) if total else None}
+        cum = sum(
+            row[3]
+            for (path, _, func), row in stats.stats.items()
+            if func == name and fragment in path.replace("\\", "/")
+        )
+        hot[label] = {
+            "ms_per_step": round(1e3 * cum / steps, 3),
+            "share": round(cum / total, 3) if total else None,
+        }
     own = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:top]
     return {
         "profiled_ms_per_step": round(1e3 * total / steps, 3),
         "hot_spots_cumulative": hot,
         "top_own_time": [
-            {"function": f"{path.split('site-packages/')[-1]}:{line}({func})",
-             "ms_per_step": round(1e3 * row[2] / steps, 3),
-             "share": round(row[2] / total, 3)}
+            {
+                "function": f"{path.split('site-packages/')[-1]}:{line}({func})",
+                "ms_per_step": round(1e3 * row[2] / steps, 3),
+                "share": round(row[2] / total, 3),
+            }
             for (path, line, func), row in own
         ],
     }
@@ -125,8 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         record = run(backend, args.steps, args.seed, args.opponent, args.encoder, None)
         if args.cprofile:
             profiler = cProfile.Profile()
-            profiled = run(backend, args.steps, args.seed, args.opponent, args.encoder,
-                           profiler)
+            profiled = run(backend, args.steps, args.seed, args.opponent, args.encoder, profiler)
             record["cprofile"] = breakdown(profiler, profiled["steps"], args.top)
         print(json.dumps(record), flush=True)
     return 0

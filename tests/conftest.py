@@ -11,11 +11,11 @@ import asyncio
 import gzip
 import json
 import logging
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.battle.battle import Battle
@@ -24,7 +24,9 @@ from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 
-from mapleenv.server import ShowdownServer
+from mapleenv.env import PokemonEnv
+from mapleenv.showdown import ShowdownServer
+from mapleenv.vector.local import make_vector_env
 
 DATA_DIR = Path(__file__).parent / "data"
 RECORDED_BATTLES = sorted(DATA_DIR.glob("*.jsonl.gz"))
@@ -32,7 +34,7 @@ RECORDED_BATTLES = sorted(DATA_DIR.glob("*.jsonl.gz"))
 
 @pytest.fixture(scope="session")
 def showdown_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShowdownServer]:
-    """A running :class:`~mapleenv.server.ShowdownServer` shared by the session."""
+    """A running :class:`~mapleenv.showdown.ShowdownServer` shared by the session."""
     server = ShowdownServer(log_dir=tmp_path_factory.mktemp("showdown"))
     server.start()
     try:
@@ -41,49 +43,48 @@ def showdown_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Showdo
         server.stop()
 
 
-def _processes() -> dict[int, tuple[str, str, int]]:
-    """Every process: pid -> (command name, state, parent pid), from /proc."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
-        found[int(entry.name)] = (comm, state, int(ppid))
-    return found
+def _live_node(process: psutil.Process) -> bool:
+    try:
+        return process.name() == "node" and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def child_node_pids(parent: int | None = None) -> list[int]:
     """PIDs of live ``node`` processes whose parent is ``parent`` (default: this process)."""
-    parent = os.getpid() if parent is None else parent
-    return [pid for pid, (comm, state, ppid) in _processes().items()
-            if comm == "node" and ppid == parent and state != "Z"]
+    try:
+        children = psutil.Process(parent).children()
+    except psutil.NoSuchProcess:
+        return []
+    return [p.pid for p in children if _live_node(p)]
 
 
 def descendant_node_pids() -> list[int]:
     """PIDs of live ``node`` processes anywhere below this process."""
-    processes, me = _processes(), os.getpid()
-    found = []
-    for pid, (comm, state, ppid) in processes.items():
-        ancestor: int | None = ppid
-        while ancestor is not None and ancestor not in (me, 0, 1):
-            ancestor = processes[ancestor][2] if ancestor in processes else None
-        if comm == "node" and state != "Z" and ancestor == me:
-            found.append(pid)
-    return found
+    return [p.pid for p in psutil.Process().children(recursive=True) if _live_node(p)]
 
 
 def pid_alive(pid: int) -> bool:
     """Whether ``pid`` exists and is not a zombie."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
-    return stat[stat.rindex(")") + 2] != "Z"
+
+
+# --------------------------------------------------- direct-backend test helpers
+
+
+def DirectPokemonEnv(*args: Any, **kwargs: Any) -> PokemonEnv:  # noqa: N802 (a class once)
+    """``PokemonEnv`` on the direct-simulator backend (``server`` is dropped)."""
+    kwargs["backend"] = "direct"
+    kwargs.pop("server", None)
+    return PokemonEnv(*args, **kwargs)
+
+
+def make_direct_vector_env(num_envs: int, *, sim_hosts: int | None = None, **kwargs: Any):
+    """``make_vector_env(num_envs, backend="direct", sim_hosts=sim_hosts, ...)``."""
+    return make_vector_env(num_envs, backend="direct", sim_hosts=sim_hosts, **kwargs)
 
 
 # ------------------------------------------------------------ recorded battle replay
@@ -93,9 +94,12 @@ class _ReplayPlayer(Player):
     """Feeds recorded frames through poke-env's own message handling (no socket)."""
 
     def __init__(self, username: str, on_decision: Callable[[AbstractBattle], Any]):
-        super().__init__(account_configuration=AccountConfiguration(username, None),
-                         battle_format="gen9randombattle", start_listening=False,
-                         log_level=logging.ERROR)
+        super().__init__(
+            account_configuration=AccountConfiguration(username, None),
+            battle_format="gen9randombattle",
+            start_listening=False,
+            log_level=logging.ERROR,
+        )
         self.on_decision = on_decision
         self.results: list[Any] = []
 
@@ -120,12 +124,13 @@ def _recorded_username(frames: list[str]) -> str:
     for frame in frames:
         for line in frame.split("\n"):
             if line.startswith("|request|{"):
-                return json.loads(line[len("|request|"):])["side"]["name"]
+                return json.loads(line[len("|request|") :])["side"]["name"]
     raise ValueError("no request in the recording")
 
 
-def replay_decisions(path: Path, on_decision: Callable[[AbstractBattle], Any]
-                     ) -> tuple[list[Any], AbstractBattle]:
+def replay_decisions(
+    path: Path, on_decision: Callable[[AbstractBattle], Any]
+) -> tuple[list[Any], AbstractBattle]:
     """Replay a recorded battle; ``on_decision(battle)`` runs at each decision the
     recorded player had to make. Returns its results and the final battle."""
     frames = load_frames(path)
@@ -140,20 +145,34 @@ def replay_decisions(path: Path, on_decision: Callable[[AbstractBattle], Any]
 # ------------------------------------------------------------- synthetic battles
 
 
-def _request_mon(species: str, level: int, condition: str, moves: list[str],
-                 active: bool) -> dict[str, Any]:
-    return {"ident": f"p1: {species}", "details": f"{species}, L{level}",
-            "condition": condition, "active": active,
-            "stats": {"atk": 100, "def": 100, "spa": 100, "spd": 100, "spe": 100},
-            "moves": moves, "baseAbility": "pressure", "item": "", "pokeball": "pokeball",
-            "ability": "pressure", "commanding": False, "reviving": False,
-            "teraType": "Normal", "terastallized": ""}
+def _request_mon(
+    species: str, level: int, condition: str, moves: list[str], active: bool
+) -> dict[str, Any]:
+    return {
+        "ident": f"p1: {species}",
+        "details": f"{species}, L{level}",
+        "condition": condition,
+        "active": active,
+        "stats": {"atk": 100, "def": 100, "spa": 100, "spd": 100, "spe": 100},
+        "moves": moves,
+        "baseAbility": "pressure",
+        "item": "",
+        "pokeball": "pokeball",
+        "ability": "pressure",
+        "commanding": False,
+        "reviving": False,
+        "teraType": "Normal",
+        "terastallized": "",
+    }
 
 
-def synthetic_battle(team: list[tuple[str, int, str, list[str]]],
-                     request_moves: list[str] | None = None,
-                     opponent_messages: list[list[str]] = (),
-                     can_tera: bool = False, trapped: bool = False) -> Battle:
+def synthetic_battle(
+    team: list[tuple[str, int, str, list[str]]],
+    request_moves: list[str] | None = None,
+    opponent_messages: list[list[str]] = (),
+    can_tera: bool = False,
+    trapped: bool = False,
+) -> Battle:
     """A gen 9 ``Battle`` seen by p1 ("maple") built from a crafted request.
 
     ``team``: (species, level, condition like "50/100 par" or "0 fnt", moves); the
@@ -161,20 +180,30 @@ def synthetic_battle(team: list[tuple[str, int, str, list[str]]],
     ``opponent_messages``: protocol lines for p2, e.g. ``["switch", "p2a: Gyarados",
     "Gyarados, L80", "100/100"]``.
     """
-    battle = Battle("battle-gen9randombattle-1", "maple", logging.getLogger("synthetic"),
-                    gen=9)
+    battle = Battle("battle-gen9randombattle-1", "maple", logging.getLogger("synthetic"), gen=9)
     species, level, condition, moves = team[0]
     offered = moves if request_moves is None else request_moves
-    active: dict[str, Any] = {"moves": [
-        {"move": m, "id": m, "pp": 10, "maxpp": 10, "target": "normal", "disabled": False}
-        for m in offered]}
+    active: dict[str, Any] = {
+        "moves": [
+            {"move": m, "id": m, "pp": 10, "maxpp": 10, "target": "normal", "disabled": False}
+            for m in offered
+        ]
+    }
     if can_tera:
         active["canTerastallize"] = "Normal"
     if trapped:
         active["trapped"] = True
-    request = {"active": [active], "rqid": 1, "side": {
-        "name": "maple", "id": "p1",
-        "pokemon": [_request_mon(s, lv, c, mv, i == 0) for i, (s, lv, c, mv) in enumerate(team)]}}
+    request = {
+        "active": [active],
+        "rqid": 1,
+        "side": {
+            "name": "maple",
+            "id": "p1",
+            "pokemon": [
+                _request_mon(s, lv, c, mv, i == 0) for i, (s, lv, c, mv) in enumerate(team)
+            ],
+        },
+    }
     battle.parse_request(request)
     battle.parse_message(["", "switch", f"p1a: {species}", f"{species}, L{level}", condition])
     for message in opponent_messages:

@@ -30,12 +30,12 @@ def _snapshot(battle):
         "orders": {a: o.message for a, o in legal.items()},
         "converted": {a: action_to_order(a, battle).message for a in legal},
         "roundtrip": {a: order_to_action(o, battle) for a, o in legal.items()},
-        "valid": sorted(o.message for o in battle.valid_orders
-                        if not isinstance(o, DefaultBattleOrder)),
+        "valid": sorted(
+            o.message for o in battle.valid_orders if not isinstance(o, DefaultBattleOrder)
+        ),
         "poke_env_mask": np.array(SinglesEnv.get_action_mask(battle), dtype=np.int8),
         "force_switch": battle.force_switch,
-        "active_alive": battle.active_pokemon is not None
-        and not battle.active_pokemon.fainted,
+        "active_alive": battle.active_pokemon is not None and not battle.active_pokemon.fainted,
         "slots": [m.id for m in move_slots(battle)],
         "available": [m.id for m in battle.available_moves],
     }
@@ -85,13 +85,18 @@ def test_agrees_with_singles_env_mask_where_it_can_express_the_request(decisions
 def test_moves_unknown_to_the_active_pokemon_stay_reachable():
     # Copycat lets poke-env accept requested moves the Pokemon does not know; the
     # SinglesEnv mask can only offer known moves (here: slot 0), we follow the request.
-    battle = synthetic_battle([("Togekiss", 80, "100/100", ["copycat", "roost", "airslash"])],
-                              request_moves=["copycat", "thunderbolt", "icebeam"],
-                              opponent_messages=[["switch", "p2a: Mew", "Mew, L80", "100/100"]],
-                              trapped=True)
+    battle = synthetic_battle(
+        [("Togekiss", 80, "100/100", ["copycat", "roost", "airslash"])],
+        request_moves=["copycat", "thunderbolt", "icebeam"],
+        opponent_messages=[["switch", "p2a: Mew", "Mew, L80", "100/100"]],
+        trapped=True,
+    )
     assert np.flatnonzero(SinglesEnv.get_action_mask(battle)).tolist() == [6]
     assert {a: o.message for a, o in legal_actions(battle).items()} == {
-        6: "/choose move copycat", 7: "/choose move thunderbolt", 8: "/choose move icebeam"}
+        6: "/choose move copycat",
+        7: "/choose move thunderbolt",
+        8: "/choose move icebeam",
+    }
 
 
 def test_recharge_is_move_slot_zero(decisions):

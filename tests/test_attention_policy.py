@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mapleenv.features import layout
+from mapleenv.encoders.rich import layout
 from trainer.config import ModelConfig
 from trainer.policies.attention import N_ACTIONS
 from trainer.policy import build_policy, policy_spec
@@ -17,8 +17,12 @@ POKEMON = layout.LAYOUT[0].width
 def make_policy(layers: int = 1) -> torch.nn.Module:
     torch.manual_seed(0)
     cfg = ModelConfig(
-        kind="attention", token_size=16, attention_heads=2, attention_layers=2,
-        hidden_size=8, num_layers=layers,
+        kind="attention",
+        token_size=16,
+        attention_heads=2,
+        attention_layers=2,
+        hidden_size=8,
+        num_layers=layers,
     )
     return build_policy(layout.SIZE, N_ACTIONS, cfg).eval()
 
@@ -27,8 +31,11 @@ def observations(*lead: int) -> torch.Tensor:
     """Random observations within bounds, every Pokémon and move slot present."""
     low, high = (torch.from_numpy(b) for b in layout.bounds())
     obs = low + (high - low) * torch.rand(*lead, layout.SIZE)
-    for block, feature, repeat in (("own_team", "present", 6), ("opponent_team", "present", 6),
-                                   ("moves", "present", 4)):
+    for block, feature, repeat in (
+        ("own_team", "present", 6),
+        ("opponent_team", "present", 6),
+        ("moves", "present", 4),
+    ):
         for r in range(repeat):
             obs[..., layout.index(block, feature, r)] = 1.0
     return obs
@@ -119,8 +126,10 @@ def test_checkpoint_spec_round_trips(tmp_path) -> None:
     clone.load_state_dict(loaded["model"])
     obs, mask, hidden = observations(ENVS), legal(ENVS), policy.initial_state(ENVS)
     with torch.no_grad():
-        assert torch.equal(policy(obs, mask, hidden, torch.ones(ENVS))[0],
-                           clone(obs, mask, hidden, torch.ones(ENVS))[0])
+        assert torch.equal(
+            policy(obs, mask, hidden, torch.ones(ENVS))[0],
+            clone(obs, mask, hidden, torch.ones(ENVS))[0],
+        )
 
 
 def test_attention_needs_the_rich_layout() -> None:

@@ -1,4 +1,4 @@
-"""Checkpoints: atomic writes, load_policy without Hydra, resume, Ctrl-C."""
+"""Checkpoints: atomic writes, rebuilding the policy without Hydra, resume, Ctrl-C."""
 
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from memory_env import MEMORY_OVERRIDES, register_memory_env
+from omegaconf import OmegaConf
 
 from trainer.__main__ import CONF_DIR
 from trainer.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
 from trainer.config import ConfigError
 from trainer.envs import terminate_envs
 from trainer.metrics import MetricsLogger
-from trainer.policy import load_policy
+from trainer.policies import policy_from_snapshot
 from trainer.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +104,8 @@ def test_resume_with_a_different_model_fails_clearly(tmp_path: Path) -> None:
 
 def test_load_policy_rebuilds_the_policy_without_hydra(tmp_path: Path) -> None:
     train(memory_cfg(f"total_steps={ITER_STEPS}"), tmp_path)
-    policy, cfg = load_policy(tmp_path / "checkpoints" / "last.pt")
+    ckpt = load_checkpoint(tmp_path / "checkpoints" / "last.pt")
+    policy, cfg = policy_from_snapshot(ckpt), OmegaConf.create(ckpt["config"])
     assert cfg.model.hidden_size == 32 and cfg.env.id == "MapleTest/Memory-v0"
     assert not policy.training and policy.recurrent
     ckpt = load_checkpoint(tmp_path)
@@ -220,11 +222,13 @@ def test_resumed_metrics_with_new_columns_keep_every_row_under_its_header(tmp_pa
     second = MetricsLogger(
         tmp_path, tensorboard=False, extra_columns=("win_rate/heuristic", "win_rate/random")
     )
-    second.write({"iteration": 2, "global_step": 128, "win_rate/heuristic": 0.25,
-                  "win_rate/random": 0.75})
+    second.write(
+        {"iteration": 2, "global_step": 128, "win_rate/heuristic": 0.25, "win_rate/random": 0.75}
+    )
     second.close()
     rows = read_metrics(tmp_path)
     assert [(r["global_step"], r["win_rate/random"], r["win_rate/heuristic"]) for r in rows] == [
-        ("64", "0.5", ""), ("128", "0.75", "0.25")
+        ("64", "0.5", ""),
+        ("128", "0.75", "0.25"),
     ]
     assert not list(tmp_path.glob("*.tmp"))

@@ -8,17 +8,17 @@ import signal
 
 import numpy as np
 import pytest
-from conftest import child_node_pids, pid_alive
+from conftest import DirectPokemonEnv, child_node_pids, pid_alive
 from poke_env.player.battle_order import DefaultBattleOrder
 from poke_env.player.player import Player
 
 import mapleenv
 from mapleenv.actions import legal_actions
-from mapleenv.direct import DirectBackend, DirectPokemonEnv, SimHost
-from mapleenv.direct.session import order_to_choice
+from mapleenv.backends.direct import DirectBackend, SimHost
+from mapleenv.backends.direct.session import order_to_choice
 from mapleenv.opponents import make_opponent
 from mapleenv.reward import RewardConfig, state_value
-from mapleenv.server import NodeNotFoundError, ShowdownNotInstalledError
+from mapleenv.showdown import NodeNotFoundError, ShowdownNotInstalledError
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,8 @@ def test_episodes_end_with_won_and_rewards_add_up_to_the_state_value() -> None:
                 assert obs["observation"].shape == env.observation_space["observation"].shape
                 assert mask.dtype == np.int8 and mask.sum() >= 1
                 obs, reward, terminated, truncated, info = env.step(
-                    rng.choice(np.flatnonzero(mask)))
+                    rng.choice(np.flatnonzero(mask))
+                )
                 total += reward
                 if terminated or truncated:
                     break
@@ -59,8 +60,9 @@ def test_every_masked_in_action_is_accepted_by_the_simulator() -> None:
     """At each decision where the opponent also still has to choose, every legal action's
     order is sent to the simulator and undone: none may be rejected. The agent then plays
     a random legal action; the simulator must never reject a choice of either side."""
-    backend = DirectBackend(battle_format="gen9randombattle",
-                            opponent=make_opponent("random"), seed=5)
+    backend = DirectBackend(
+        battle_format="gen9randombattle", opponent=make_opponent("random"), seed=5
+    )
     rng = np.random.default_rng(1)
     probed = 0
     try:
@@ -88,8 +90,9 @@ def test_every_masked_in_action_is_accepted_by_the_simulator() -> None:
 
 
 def test_probe_choice_reports_a_rejected_choice() -> None:
-    backend = DirectBackend(battle_format="gen9randombattle",
-                            opponent=make_opponent("random"), seed=5)
+    backend = DirectBackend(
+        battle_format="gen9randombattle", opponent=make_opponent("random"), seed=5
+    )
     try:
         backend.reset()
         assert "Invalid choice" in backend.session.probe_choice("p1", "move 9")
@@ -101,16 +104,19 @@ def _play(seed: int, opponent: Player) -> tuple[list[str], list[tuple[str, str]]
     """One battle playing the last legal action; the opponent's random choices (forced
     switches) come from Python's ``random``, seeded here."""
     random.seed(1234)
-    backend = DirectBackend(battle_format="gen9randombattle", opponent=opponent, seed=seed,
-                            record=True)
+    backend = DirectBackend(
+        battle_format="gen9randombattle", opponent=opponent, seed=seed, record=True
+    )
     try:
         battle = backend.reset()
         while not battle.finished:
             legal = legal_actions(battle)
             battle = backend.step(legal[max(legal)])
         session = backend.session
-        output = [(kind, "\n".join(_strip_timestamps(data.split("\n"))))
-                  for kind, data in session.output_log]
+        output = [
+            (kind, "\n".join(_strip_timestamps(data.split("\n"))))
+            for kind, data in session.output_log
+        ]
         return session.input_log, output, battle.won
     finally:
         backend.close()
@@ -150,7 +156,8 @@ def test_killed_host_aborts_the_episode_and_reset_recovers() -> None:
         assert host_pid in child_node_pids()
         os.kill(host_pid, signal.SIGKILL)
         obs, reward, terminated, truncated, info = env.step(
-            int(np.flatnonzero(obs["action_mask"])[0]))
+            int(np.flatnonzero(obs["action_mask"])[0])
+        )
         assert truncated and not terminated and "aborted" in info and reward == 0.0
         obs, info = env.reset()
         assert env._backend.host.pid != host_pid

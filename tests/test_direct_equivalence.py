@@ -26,16 +26,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import DirectPokemonEnv
 from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.player.battle_order import DefaultBattleOrder
 
 from mapleenv.actions import action_mask
-from mapleenv.direct import DirectPokemonEnv, SimHost
-from mapleenv.direct.replay import replay_input_log
-from mapleenv.encoding import make_encoder
+from mapleenv.backends.direct import SimHost
+from mapleenv.backends.direct.replay import replay_input_log
+from mapleenv.encoders import make_encoder
 from mapleenv.env import PokemonEnv
 from mapleenv.reward import RewardConfig, RewardTracker, state_value
-from mapleenv.server import ShowdownServer
+from mapleenv.showdown import ShowdownServer
 
 pytestmark = pytest.mark.integration
 
@@ -44,13 +45,31 @@ SHAPED = RewardConfig(fainted_value=2.0, hp_value=1.0, status_value=0.5, victory
 
 def battle_digest(battle: AbstractBattle) -> dict[str, Any]:
     """The battle state an encoder can read, as plain data."""
+
     def mon(p: Any) -> tuple:
-        return (p.species, p.level, p.current_hp, p.max_hp, p.current_hp_fraction,
-                str(p.status), p.status_counter, p.fainted, p.active, dict(p.boosts),
-                sorted(str(e) for e in p.effects), p.item, p.ability, str(p.type_1),
-                str(p.type_2), str(p.tera_type), p.is_terastallized, p.first_turn,
-                p.must_recharge, p.protect_counter,
-                [(m.id, m.current_pp) for m in p.moves.values()])
+        return (
+            p.species,
+            p.level,
+            p.current_hp,
+            p.max_hp,
+            p.current_hp_fraction,
+            str(p.status),
+            p.status_counter,
+            p.fainted,
+            p.active,
+            dict(p.boosts),
+            sorted(str(e) for e in p.effects),
+            p.item,
+            p.ability,
+            str(p.type_1),
+            str(p.type_2),
+            str(p.tera_type),
+            p.is_terastallized,
+            p.first_turn,
+            p.must_recharge,
+            p.protect_counter,
+            [(m.id, m.current_pp) for m in p.moves.values()],
+        )
 
     return {
         "turn": battle.turn,
@@ -59,20 +78,24 @@ def battle_digest(battle: AbstractBattle) -> dict[str, Any]:
         "weather": {str(k): v for k, v in battle.weather.items()},
         "fields": {str(k): v for k, v in battle.fields.items()},
         "side_conditions": {str(k): v for k, v in battle.side_conditions.items()},
-        "opponent_side_conditions": {str(k): v for k, v in
-                                     battle.opponent_side_conditions.items()},
+        "opponent_side_conditions": {str(k): v for k, v in battle.opponent_side_conditions.items()},
         "available_moves": [m.id for m in battle.available_moves],
         "available_switches": [p.species for p in battle.available_switches],
-        "force_switch": battle.force_switch, "trapped": battle.trapped,
-        "can_tera": battle.can_tera, "finished": battle.finished, "won": battle.won,
+        "force_switch": battle.force_switch,
+        "trapped": battle.trapped,
+        "can_tera": battle.can_tera,
+        "finished": battle.finished,
+        "won": battle.won,
     }
 
 
 @pytest.fixture(scope="module")
 def logging_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShowdownServer]:
     """A server that writes each battle's log (with its input log) to disk."""
-    server = ShowdownServer(log_dir=tmp_path_factory.mktemp("showdown-logged"),
-                            config={"logchallenges": True, "nofswriting": False})
+    server = ShowdownServer(
+        log_dir=tmp_path_factory.mktemp("showdown-logged"),
+        config={"logchallenges": True, "nofswriting": False},
+    )
     server.start()
     try:
         yield server
@@ -92,8 +115,9 @@ def _battle_log(server: ShowdownServer, battle_tag: str) -> dict[str, Any]:
     raise AssertionError(f"no battle log {name} under {server.log_dir}")
 
 
-def _replay_agent_view(input_log: list[str], agent_side: str, host: SimHost,
-                       low: np.ndarray, high: np.ndarray) -> tuple[list[tuple], Any]:
+def _replay_agent_view(
+    input_log: list[str], agent_side: str, host: SimHost, low: np.ndarray, high: np.ndarray
+) -> tuple[list[tuple], Any]:
     """Observation, mask, reward and digest at each agent decision of the replayed battle
     (and at its end), computed by the same encoder, mask and reward code as the env."""
     encoder = make_encoder("simple")
@@ -102,8 +126,14 @@ def _replay_agent_view(input_log: list[str], agent_side: str, host: SimHost,
 
     def snapshot(battle: AbstractBattle) -> None:
         reward = tracker.compute(battle)
-        snapshots.append((np.clip(encoder.encode(battle), low, high), action_mask(battle),
-                          reward if snapshots else 0.0, battle_digest(battle)))
+        snapshots.append(
+            (
+                np.clip(encoder.encode(battle), low, high),
+                action_mask(battle),
+                reward if snapshots else 0.0,
+                battle_digest(battle),
+            )
+        )
 
     def on_request(side: str, battle: AbstractBattle) -> None:
         if side == agent_side:
@@ -115,7 +145,8 @@ def _replay_agent_view(input_log: list[str], agent_side: str, host: SimHost,
 
 
 def test_server_battles_replayed_on_the_direct_backend_agree(
-        logging_server: ShowdownServer) -> None:
+    logging_server: ShowdownServer,
+) -> None:
     env = PokemonEnv(server=logging_server, opponent="max_power", reward=SHAPED)
     low = env.observation_space["observation"].low
     high = env.observation_space["observation"].high
@@ -127,21 +158,26 @@ def test_server_battles_replayed_on_the_direct_backend_agree(
             server_steps = [(obs, 0.0, battle_digest(env.battle))]
             while True:
                 obs, reward, terminated, truncated, info = env.step(
-                    rng.choice(np.flatnonzero(obs["action_mask"])))
+                    rng.choice(np.flatnonzero(obs["action_mask"]))
+                )
                 server_steps.append((obs, reward, battle_digest(env.battle)))
                 if terminated or truncated:
                     break
             assert terminated
             log = _battle_log(logging_server, info["battle_tag"])
             agent_name = env._backend.agent.username
-            agent_side = next(line.split(" ")[1] for line in log["inputLog"]
-                              if line.startswith(">player") and
-                              json.loads(line.split(" ", 2)[2])["name"] == agent_name)
+            agent_side = next(
+                line.split(" ")[1]
+                for line in log["inputLog"]
+                if line.startswith(">player")
+                and json.loads(line.split(" ", 2)[2])["name"] == agent_name
+            )
             replayed, battle = _replay_agent_view(log["inputLog"], agent_side, host, low, high)
 
             assert len(replayed) == len(server_steps) > 3
-            for i, ((obs, reward, digest), (r_obs, r_mask, r_reward, r_digest)) in \
-                    enumerate(zip(server_steps, replayed, strict=True)):
+            for i, ((obs, reward, digest), (r_obs, r_mask, r_reward, r_digest)) in enumerate(
+                zip(server_steps, replayed, strict=True)
+            ):
                 assert np.array_equal(obs["observation"], r_obs), f"observation {i}"
                 assert np.array_equal(obs["action_mask"], r_mask), f"mask {i}"
                 assert reward == pytest.approx(r_reward), f"reward {i}"
@@ -154,8 +190,9 @@ def test_server_battles_replayed_on_the_direct_backend_agree(
 
 def _make_env(backend: str, server: ShowdownServer, record_dir: Path) -> PokemonEnv:
     if backend == "direct":
-        return DirectPokemonEnv(opponent="random", reward=SHAPED, seed=21,
-                                backend_kwargs={"record": True})
+        return DirectPokemonEnv(
+            opponent="random", reward=SHAPED, seed=21, backend_kwargs={"record": True}
+        )
     return PokemonEnv(server=server, opponent="random", reward=SHAPED, record_dir=record_dir)
 
 
@@ -167,16 +204,23 @@ def _is_rejection(text: str) -> bool:
 
 def _rejected_choices(env: PokemonEnv, record_dir: Path) -> list[str]:
     if env.backend_name == "direct":
-        return [data for kind, data in env._backend.session.output_log
-                if kind == "sideupdate" and _is_rejection(data)]
-    frames = [json.loads(line) for path in record_dir.glob("*.jsonl")
-              for line in path.read_text().splitlines()]
+        return [
+            data
+            for kind, data in env._backend.session.output_log
+            if kind == "sideupdate" and _is_rejection(data)
+        ]
+    frames = [
+        json.loads(line)
+        for path in record_dir.glob("*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
     return [frame for frame in frames if _is_rejection(frame)]
 
 
 @pytest.mark.parametrize("backend", ["server", "direct"])
-def test_env_contract_holds_on_both_backends(backend: str, showdown_server: ShowdownServer,
-                                             tmp_path: Path) -> None:
+def test_env_contract_holds_on_both_backends(
+    backend: str, showdown_server: ShowdownServer, tmp_path: Path
+) -> None:
     env = _make_env(backend, showdown_server, tmp_path)
     rng = np.random.default_rng(3)
     try:
@@ -184,12 +228,14 @@ def test_env_contract_holds_on_both_backends(backend: str, showdown_server: Show
         total = 0.0
         while True:
             battle = env.battle
-            orders = {o.message for o in battle.valid_orders
-                      if not isinstance(o, DefaultBattleOrder)}
+            orders = {
+                o.message for o in battle.valid_orders if not isinstance(o, DefaultBattleOrder)
+            }
             assert {o.message for o in env.legal_orders.values()} == orders
             assert set(np.flatnonzero(obs["action_mask"])) == set(env.legal_orders)
             obs, reward, terminated, truncated, info = env.step(
-                rng.choice(np.flatnonzero(obs["action_mask"])))
+                rng.choice(np.flatnonzero(obs["action_mask"]))
+            )
             total += reward
             if terminated or truncated:
                 break
@@ -199,4 +245,3 @@ def test_env_contract_holds_on_both_backends(backend: str, showdown_server: Show
         assert _rejected_choices(env, tmp_path) == []
     finally:
         env.close()
-

@@ -8,20 +8,16 @@ import time
 
 import numpy as np
 import pytest
-from conftest import descendant_node_pids, pid_alive
+from conftest import DirectPokemonEnv, descendant_node_pids, make_direct_vector_env, pid_alive
 
-from mapleenv.direct import (
-    DirectPokemonEnv,
-    SimHostConnection,
-    SimHostPool,
-    claim_host,
-    make_direct_vector_env,
-)
+from mapleenv.backends.direct import SimHostConnection, SimHostPool, claim_host
 
 pytestmark = pytest.mark.integration
 
-START = ('>start {"formatid":"gen9randombattle","seed":[1,2,3,%d],'
-         '"p1":{"name":"a","seed":[5,6,7,%d]},"p2":{"name":"b","seed":[9,9,9,9]}}')
+START = (
+    '>start {"formatid":"gen9randombattle","seed":[1,2,3,%d],'
+    '"p1":{"name":"a","seed":[5,6,7,%d]},"p2":{"name":"b","seed":[9,9,9,9]}}'
+)
 
 
 def _first_switch(replies: list[tuple[str, str]]) -> str:
@@ -47,14 +43,12 @@ def test_claims_go_round_robin_and_battle_ids_are_private_per_connection() -> No
 def test_dead_host_is_restarted_and_envs_recover() -> None:
     pool = SimHostPool(1).start()
     try:
-        env = DirectPokemonEnv(opponent="random", seed=2,
-                               backend_kwargs={"host_pool": pool.spec})
+        env = DirectPokemonEnv(opponent="random", seed=2, backend_kwargs={"host_pool": pool.spec})
         try:
             obs, _ = env.reset()
             old = pool.hosts[0].pid
             os.kill(old, signal.SIGKILL)
-            _, _, terminated, truncated, info = env.step(
-                int(np.flatnonzero(obs["action_mask"])[0]))
+            _, _, terminated, truncated, info = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
             assert truncated and not terminated and "aborted" in info
             # The env can see the socket close a moment before the killed process has
             # exited (poll() still None), so give the restart check a few tries.
@@ -86,7 +80,8 @@ def test_vector_env_on_shared_hosts_plays_and_cleans_up() -> None:
         while done < 2 and time.monotonic() < deadline:
             legal = obs["action_mask"].astype(bool)
             obs, _, terminated, truncated, info = envs.step(
-                (rng.random(legal.shape) + legal).argmax(axis=1))
+                (rng.random(legal.shape) + legal).argmax(axis=1)
+            )
             for i in np.flatnonzero(terminated | truncated):
                 assert terminated[i] and info["_won"][i]
                 done += 1

@@ -9,50 +9,74 @@ import pytest
 from poke_env.battle.battle import Battle
 from poke_env.player.battle_order import DefaultBattleOrder, SingleBattleOrder
 
-from mapleenv.direct.protocol import absorb, player_view
-from mapleenv.direct.session import order_to_choice
+from mapleenv.backends.direct.protocol import absorb, player_view
+from mapleenv.backends.direct.session import order_to_choice
 
 # A hand-made simulator update: p1's switch has exact HP in its secret line (110/110)
 # and a percentage in the public line, as the simulator writes it.
-UPDATE = "\n".join([
-    "|t:|1700000000",
-    "|player|p1|Alice||",
-    "|player|p2|Bob||",
-    "|teamsize|p1|2",
-    "|teamsize|p2|2",
-    "|gen|9",
-    "|",
-    "|start",
-    "|split|p1",
-    "|switch|p1a: Pikachu|Pikachu, L50, M|110/110",
-    "|switch|p1a: Pikachu|Pikachu, L50, M|100/100",
-    "|split|p2",
-    "|switch|p2a: Eevee|Eevee, L50, F|120/120",
-    "|switch|p2a: Eevee|Eevee, L50, F|100/100",
-    "|turn|1",
-])
+UPDATE = "\n".join(
+    [
+        "|t:|1700000000",
+        "|player|p1|Alice||",
+        "|player|p2|Bob||",
+        "|teamsize|p1|2",
+        "|teamsize|p2|2",
+        "|gen|9",
+        "|",
+        "|start",
+        "|split|p1",
+        "|switch|p1a: Pikachu|Pikachu, L50, M|110/110",
+        "|switch|p1a: Pikachu|Pikachu, L50, M|100/100",
+        "|split|p2",
+        "|switch|p2a: Eevee|Eevee, L50, F|120/120",
+        "|switch|p2a: Eevee|Eevee, L50, F|100/100",
+        "|turn|1",
+    ]
+)
 
 
 def _request(side: str, name: str, active: str, bench: str, move: str) -> str:
     def mon(species: str, is_active: bool) -> dict:
-        return {"ident": f"{side}: {species}", "details": f"{species}, L50", "condition":
-                "110/110", "active": is_active, "stats": dict.fromkeys(
-                    ("atk", "def", "spa", "spd", "spe"), 100), "moves": [move],
-                "baseAbility": "static", "item": "", "pokeball": "pokeball",
-                "ability": "static"}
+        return {
+            "ident": f"{side}: {species}",
+            "details": f"{species}, L50",
+            "condition": "110/110",
+            "active": is_active,
+            "stats": dict.fromkeys(("atk", "def", "spa", "spd", "spe"), 100),
+            "moves": [move],
+            "baseAbility": "static",
+            "item": "",
+            "pokeball": "pokeball",
+            "ability": "static",
+        }
 
-    return json.dumps({
-        "active": [{"moves": [{"move": move, "id": move, "pp": 24, "maxpp": 24,
-                               "target": "normal", "disabled": False}]}],
-        "side": {"name": name, "id": side,
-                 "pokemon": [mon(active, True), mon(bench, False)]},
-    })
+    return json.dumps(
+        {
+            "active": [
+                {
+                    "moves": [
+                        {
+                            "move": move,
+                            "id": move,
+                            "pp": 24,
+                            "maxpp": 24,
+                            "target": "normal",
+                            "disabled": False,
+                        }
+                    ]
+                }
+            ],
+            "side": {"name": name, "id": side, "pokemon": [mon(active, True), mon(bench, False)]},
+        }
+    )
 
 
 def _battles() -> dict[str, Battle]:
     log = logging.getLogger("test")
-    return {"p1": Battle("battle-gen9randombattle-t", "Alice", log, gen=9),
-            "p2": Battle("battle-gen9randombattle-t", "Bob", log, gen=9)}
+    return {
+        "p1": Battle("battle-gen9randombattle-t", "Alice", log, gen=9),
+        "p2": Battle("battle-gen9randombattle-t", "Bob", log, gen=9),
+    }
 
 
 def test_player_view_resolves_split_lines_per_side() -> None:
@@ -76,10 +100,11 @@ def test_absorb_applies_requests_after_the_log_that_precedes_them() -> None:
     battles = _battles()
     # The request arrives before the update holding the |switch| it depends on.
     replies = [
-        ("sideupdate", "p1\n|request|" + _request("p1", "Alice", "Pikachu", "Raichu",
-                                                  "thunderbolt")),
-        ("sideupdate", "p2\n|request|" + _request("p2", "Bob", "Eevee", "Vaporeon",
-                                                  "tackle")),
+        (
+            "sideupdate",
+            "p1\n|request|" + _request("p1", "Alice", "Pikachu", "Raichu", "thunderbolt"),
+        ),
+        ("sideupdate", "p2\n|request|" + _request("p2", "Bob", "Eevee", "Vaporeon", "tackle")),
         ("update", UPDATE),
     ]
     requested, errors = absorb(battles, replies)
@@ -110,8 +135,7 @@ class _CallOrderBattle(Battle):
 
 
 def test_absorb_defers_requests_until_the_whole_reply_is_parsed() -> None:
-    battle = _CallOrderBattle("battle-gen9randombattle-t", "Alice", logging.getLogger("t"),
-                              gen=9)
+    battle = _CallOrderBattle("battle-gen9randombattle-t", "Alice", logging.getLogger("t"), gen=9)
     battle.calls = []
     request = _request("p1", "Alice", "Pikachu", "Raichu", "thunderbolt")
     absorb({"p1": battle}, [("sideupdate", "p1\n|request|" + request), ("update", UPDATE)])
@@ -133,12 +157,15 @@ def test_win_line_finishes_both_views() -> None:
     assert battles["p2"].won is True
 
 
-@pytest.mark.parametrize("order,choice", [
-    ("/choose move thunderbolt terastallize", "move thunderbolt terastallize"),
-    ("/choose switch Raichu", "switch Raichu"),
-    ("/team 123456", "team 123456"),
-    ("", "default"),
-])
+@pytest.mark.parametrize(
+    "order,choice",
+    [
+        ("/choose move thunderbolt terastallize", "move thunderbolt terastallize"),
+        ("/choose switch Raichu", "switch Raichu"),
+        ("/team 123456", "team 123456"),
+        ("", "default"),
+    ],
+)
 def test_order_to_choice_strips_the_chat_command(order: str, choice: str) -> None:
     assert order_to_choice(order) == choice
 

@@ -8,15 +8,14 @@ import pytest
 from conftest import descendant_node_pids, pid_alive
 
 import mapleenv
-import mapleenv.direct  # noqa: F401  (registers the backend in this process)
+import mapleenv.backends.direct  # noqa: F401  (registers the backend in this process)
 
 pytestmark = pytest.mark.integration
 
 
 def test_two_direct_envs_play_full_episodes_and_leave_no_node_behind() -> None:
     before = set(descendant_node_pids())  # e.g. a session-wide Showdown server
-    envs = mapleenv.make_vector_env(2, backend="direct", sim_hosts=0, opponent="random",
-                                    seed=0)
+    envs = mapleenv.make_vector_env(2, backend="direct", sim_hosts=0, opponent="random", seed=0)
     hosts: list[int] = []
     try:
         obs, _ = envs.reset()

@@ -8,37 +8,41 @@ from conftest import RECORDED_BATTLES, replay_decisions, synthetic_battle
 from poke_env.battle.pokemon_type import PokemonType
 from poke_env.battle.status import Status
 
-from mapleenv.encoding import (
-    BOOSTS,
+from mapleenv.encoders import (
     ENCODERS,
-    TYPES,
     SimpleEncoder,
     make_encoder,
     observation_box,
     register_encoder,
 )
+from mapleenv.encoders.simple import BOOSTS, TYPES
 
 
 def _pikachu_vs_gyarados():
     return synthetic_battle(
-        [("Pikachu", 50, "50/100 par", ["thunderbolt", "quickattack"]),
-         ("Snorlax", 80, "0 fnt", ["bodyslam"]),
-         ("Eevee", 50, "100/100", ["tackle"])],
-        opponent_messages=[["switch", "p2a: Gyarados", "Gyarados, L80, M", "100/100"],
-                           ["-damage", "p2a: Gyarados", "40/100"],
-                           ["-status", "p2a: Gyarados", "brn"],
-                           ["-boost", "p1a: Pikachu", "spa", "2"]])
+        [
+            ("Pikachu", 50, "50/100 par", ["thunderbolt", "quickattack"]),
+            ("Snorlax", 80, "0 fnt", ["bodyslam"]),
+            ("Eevee", 50, "100/100", ["tackle"]),
+        ],
+        opponent_messages=[
+            ["switch", "p2a: Gyarados", "Gyarados, L80, M", "100/100"],
+            ["-damage", "p2a: Gyarados", "40/100"],
+            ["-status", "p2a: Gyarados", "brn"],
+            ["-boost", "p1a: Pikachu", "spa", "2"],
+        ],
+    )
 
 
 def test_simple_encoder_hand_worked_vector():
     encoder = SimpleEncoder()
-    own = [0.5, 1, 0, 0, 0, 1, 1, 0, 0] + [0] * 9                # hp, active, fainted x6
-    opp = [0.4, 1, 1, 0] + [1, 0, 0, 0] * 5                       # unseen count as full HP
+    own = [0.5, 1, 0, 0, 0, 1, 1, 0, 0] + [0] * 9  # hp, active, fainted x6
+    opp = [0.4, 1, 1, 0] + [1, 0, 0, 0] * 5  # unseen count as full HP
     types = np.zeros(2 * len(TYPES))
     types[TYPES.index(PokemonType.ELECTRIC)] = 1
     types[len(TYPES) + TYPES.index(PokemonType.WATER)] = 1
     types[len(TYPES) + TYPES.index(PokemonType.FLYING)] = 1
-    moves = [0.9 * 4, 0.4 * 1, 0, 0]                              # Thunderbolt 4x, Quick Attack 1x
+    moves = [0.9 * 4, 0.4 * 1, 0, 0]  # Thunderbolt 4x, Quick Attack 1x
     boosts = np.zeros(2 * len(BOOSTS))
     boosts[BOOSTS.index("spa")] = 2 / 6
     status = np.zeros(2 * len(Status))
@@ -64,7 +68,7 @@ def test_recorded_battles_encode_inside_the_box():
 
 def test_registry_by_name_module_path_and_instance():
     assert isinstance(make_encoder("simple"), SimpleEncoder)
-    assert isinstance(make_encoder("mapleenv.encoding:SimpleEncoder"), SimpleEncoder)
+    assert isinstance(make_encoder("mapleenv.encoders:SimpleEncoder"), SimpleEncoder)
     instance = SimpleEncoder()
     assert make_encoder(instance) is instance
 

@@ -12,8 +12,10 @@ import pytest
 from conftest import child_node_pids, pid_alive, replay_decisions
 
 import mapleenv
-from mapleenv.env import PokemonEnv, ShowdownBackend, register_backend
-from mapleenv.server import ShowdownError, free_port
+from mapleenv.backends import register_backend
+from mapleenv.backends.websocket import ShowdownBackend
+from mapleenv.env import PokemonEnv
+from mapleenv.showdown import ShowdownError, free_port
 
 MOVES = slice(6, 10)
 MOVE_FEATURES = slice(82, 86)  # SimpleEncoder: power x effectiveness of move slots 0-3
@@ -106,8 +108,9 @@ def no_new_threads():
     yield
     leaked = [t for t in threading.enumerate() if t.ident not in before and not t.daemon]
     assert leaked == []
-    assert [t for t in threading.enumerate()
-            if t.name == "maple-env-loop" and t.ident not in before] == []
+    assert [
+        t for t in threading.enumerate() if t.name == "maple-env-loop" and t.ident not in before
+    ] == []
 
 
 @pytest.mark.integration
@@ -127,8 +130,12 @@ def test_illegal_action_raises_and_the_battle_goes_on(backend):
 
 @pytest.mark.integration
 def test_max_turns_truncates_and_the_next_reset_forfeits(showdown_server, tmp_path):
-    env = PokemonEnv(server=showdown_server, max_turns=2, record_dir=tmp_path,
-                     reward={"hp_value": 1.0, "fainted_value": 1.0})
+    env = PokemonEnv(
+        server=showdown_server,
+        max_turns=2,
+        record_dir=tmp_path,
+        reward={"hp_value": 1.0, "fainted_value": 1.0},
+    )
     rng = np.random.default_rng(4)
     try:
         _, steps, info, terminated, truncated = play(env, rng)

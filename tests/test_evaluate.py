@@ -60,11 +60,17 @@ def test_periodic_evaluator_columns_and_schedule(tmp_path):
     env_cfg = OmegaConf.create({"battle_format": "gen9randombattle", "encoder": "simple"})
     off = PeriodicEvaluator(PeriodicEvalConfig(), env_cfg, tmp_path)
     assert off.columns() == [] and not off.due(10)
-    on = PeriodicEvaluator(PeriodicEvalConfig(every=5, opponents=["random", "heuristic"]),
-                           env_cfg, tmp_path)
-    assert on.columns() == ["eval/random/win_rate", "eval/random/ci_low", "eval/random/ci_high",
-                            "eval/heuristic/win_rate", "eval/heuristic/ci_low",
-                            "eval/heuristic/ci_high"]
+    on = PeriodicEvaluator(
+        PeriodicEvalConfig(every=5, opponents=["random", "heuristic"]), env_cfg, tmp_path
+    )
+    assert on.columns() == [
+        "eval/random/win_rate",
+        "eval/random/ci_low",
+        "eval/random/ci_high",
+        "eval/heuristic/win_rate",
+        "eval/heuristic/ci_low",
+        "eval/heuristic/ci_high",
+    ]
     assert [i for i in range(1, 16) if on.due(i)] == [5, 10, 15]
     assert on.maybe_run(policy=None, iteration=3, global_step=0) == {}  # not due: no battles
 
@@ -105,9 +111,10 @@ def test_each_env_counts_only_its_share_of_the_battles():
     # env 0: 1-step battles won every other time; env 1: 5-step battles, always lost.
     # 5 battles = 3 from env 0 (won, lost, won) + 2 from env 1: 2 wins. Counting the first
     # 5 battles to finish would take env 0's five short ones (3 wins).
-    envs = SyncVectorEnv([lambda: Scripted(1, lambda k: k % 2 == 0),
-                          lambda: Scripted(5, lambda k: False)],
-                         autoreset_mode=AutoresetMode.SAME_STEP)
+    envs = SyncVectorEnv(
+        [lambda: Scripted(1, lambda k: k % 2 == 0), lambda: Scripted(5, lambda k: False)],
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
     policy = build_policy(1, 2, ModelConfig(kind="lstm", encoder_sizes=[4], hidden_size=4))
     seen = []
     wins, battles, turns = play_battles(policy, envs, 5, on_battle=seen.append)
@@ -117,9 +124,13 @@ def test_each_env_counts_only_its_share_of_the_battles():
 
 
 def evaluate_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainer.evaluate", *args,
-                           f"hydra.run.dir={cwd / 'hydra'}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "trainer.evaluate", *args, f"hydra.run.dir={cwd / 'hydra'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_missing_checkpoint_fails_clearly(tmp_path):
@@ -132,9 +143,15 @@ def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path)
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny.pt")
     output = tmp_path / "out" / "eval.json"
     done = evaluate_cli(
-        f"checkpoint={checkpoint}", "opponents=[random]", "battles=2", "num_envs=2",
-        "save_replays=true", f"output={output}",
-        f"server_url={showdown_server.server_configuration.websocket_url}", cwd=tmp_path)
+        f"checkpoint={checkpoint}",
+        "opponents=[random]",
+        "battles=2",
+        "num_envs=2",
+        "save_replays=true",
+        f"output={output}",
+        f"server_url={showdown_server.server_configuration.websocket_url}",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(output.read_text())
     assert document["policy"] == "sampled" and document["encoder"] == "simple"

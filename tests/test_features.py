@@ -17,29 +17,51 @@ from poke_env.calc import calculate_damage
 from poke_env.data.normalize import to_id_str
 
 from mapleenv.actions import action_mask, move_slots
-from mapleenv.encoding import make_encoder, observation_box
-from mapleenv.features import dex, docs, encoder, layout, vocab
-from mapleenv.features.damage import boost_multiplier
-from mapleenv.features.encoder import RichEncoder
+from mapleenv.encoders import make_encoder, observation_box
+from mapleenv.encoders.rich import dex, docs, encoder, layout, vocab
+from mapleenv.encoders.rich.damage import boost_multiplier
+from mapleenv.encoders.rich.encoder import RichEncoder
 
 
-def own_mon(name: str, moves: tuple[str, ...] = ("tackle",), level: int = 80,
-            hp: float = 1.0, item: str = "leftovers", ability: str = "pressure",
-            tera: str = "Normal", active: bool = False, fainted: bool = False) -> dict:
+def own_mon(
+    name: str,
+    moves: tuple[str, ...] = ("tackle",),
+    level: int = 80,
+    hp: float = 1.0,
+    item: str = "leftovers",
+    ability: str = "pressure",
+    tera: str = "Normal",
+    active: bool = False,
+    fainted: bool = False,
+) -> dict:
     """One entry of a request's ``side.pokemon`` (stats as random battles build them)."""
     stats = dex.estimated_stats(9, to_id_str(name), level)
     current = round(stats["hp"] * hp)
-    return {"ident": f"p1: {name}", "details": f"{name}, L{level}",
-            "condition": "0 fnt" if fainted else f"{current}/{stats['hp']}",
-            "active": active, "stats": {k: v for k, v in stats.items() if k != "hp"},
-            "moves": list(moves), "baseAbility": ability, "item": item,
-            "pokeball": "pokeball", "ability": ability, "commanding": False,
-            "reviving": False, "teraType": tera, "terastallized": ""}
+    return {
+        "ident": f"p1: {name}",
+        "details": f"{name}, L{level}",
+        "condition": "0 fnt" if fainted else f"{current}/{stats['hp']}",
+        "active": active,
+        "stats": {k: v for k, v in stats.items() if k != "hp"},
+        "moves": list(moves),
+        "baseAbility": ability,
+        "item": item,
+        "pokeball": "pokeball",
+        "ability": ability,
+        "commanding": False,
+        "reviving": False,
+        "teraType": tera,
+        "terastallized": "",
+    }
 
 
-def make_battle(own: list[dict], opponents: list[tuple[str, int, int]],
-                events: tuple[str, ...] = (), turn: int = 1,
-                disabled: tuple[str, ...] = ()) -> Battle:
+def make_battle(
+    own: list[dict],
+    opponents: list[tuple[str, int, int]],
+    events: tuple[str, ...] = (),
+    turn: int = 1,
+    disabled: tuple[str, ...] = (),
+) -> Battle:
     """A gen 9 battle from our side (p1): our active switched in, then each opponent
     ``(name, level, hp%)`` switched in (the last stays active), then ``events``
     (protocol lines such as ``|-weather|RainDance``), then our request."""
@@ -47,16 +69,24 @@ def make_battle(own: list[dict], opponents: list[tuple[str, int, int]],
     battle.parse_message(["", "player", "p1", "me", "", ""])
     battle.parse_message(["", "player", "p2", "them", "", ""])
     active = next(m for m in own if m["active"])
-    battle.parse_message(["", "switch", "p1a: " + active["ident"][4:], active["details"],
-                          active["condition"]])
+    battle.parse_message(
+        ["", "switch", "p1a: " + active["ident"][4:], active["details"], active["condition"]]
+    )
     for name, level, hp in opponents:
         battle.parse_message(["", "switch", f"p2a: {name}", f"{name}, L{level}", f"{hp}/100"])
     for line in events:
         battle.parse_message(line.split("|"))
-    moves = [{"move": m, "id": m, "pp": 16, "maxpp": 16, "target": "normal",
-              "disabled": m in disabled} for m in active["moves"]]
-    battle.parse_request({"active": [{"moves": moves, "canTerastallize": active["teraType"]}],
-                          "side": {"name": "me", "id": "p1", "pokemon": own}, "rqid": 1})
+    moves = [
+        {"move": m, "id": m, "pp": 16, "maxpp": 16, "target": "normal", "disabled": m in disabled}
+        for m in active["moves"]
+    ]
+    battle.parse_request(
+        {
+            "active": [{"moves": moves, "canTerastallize": active["teraType"]}],
+            "side": {"name": "me", "id": "p1", "pokemon": own},
+            "rqid": 1,
+        }
+    )
     battle.end_turn(turn)
     return battle
 
@@ -69,7 +99,7 @@ def one_hot(vec: np.ndarray, block: str, name: str, rep: int = 0) -> np.ndarray:
     b = next(b for b in layout.LAYOUT if b.name == block)
     size = next(f.size for f in b.features if f.name == name)
     start = layout.index(block, name, rep)
-    return vec[start:start + size]
+    return vec[start : start + size]
 
 
 @pytest.fixture
@@ -87,6 +117,7 @@ def _assert_valid(enc: RichEncoder, vec: np.ndarray) -> None:
 
 # ---------------------------------------------------------------- layout, registry, docs
 
+
 def test_layout_bounds_and_names_cover_every_feature(enc: RichEncoder) -> None:
     assert enc.size == layout.SIZE == len(layout.feature_names())
     assert enc.low.shape == enc.high.shape == (enc.size,)
@@ -103,7 +134,7 @@ def test_registered_as_rich() -> None:
 
 def test_docs_are_generated_from_the_layout() -> None:
     text = docs.DOC_PATH.read_text()
-    assert text == docs.render(), "run `python -m mapleenv.features.docs`"
+    assert text == docs.render(), "run `python -m mapleenv.encoders.rich.docs`"
     total = re.search(r"\| \*\*total\*\* \| \*\*(\d+)\*\*", text)
     assert total and int(total.group(1)) == RichEncoder().size
 
@@ -124,10 +155,12 @@ def test_item_and_ability_groups_are_disjoint() -> None:
 
 # ---------------------------------------------------------------- known situations
 
+
 def test_super_effective_move_beats_resisted_one(enc: RichEncoder) -> None:
     # Snorlax (no STAB on either) vs Azumarill (Water/Fairy): Electric 2x, Water 0.5x.
-    battle = make_battle([own_mon("Snorlax", ("thunderbolt", "surf"), active=True)],
-                         [("Azumarill", 80, 100)])
+    battle = make_battle(
+        [own_mon("Snorlax", ("thunderbolt", "surf"), active=True)], [("Azumarill", 80, 100)]
+    )
     vec = enc.encode(battle)
     _assert_valid(enc, vec)
     assert feature(vec, "moves", "effectiveness", 0) == 2.0
@@ -140,29 +173,33 @@ def test_super_effective_move_beats_resisted_one(enc: RichEncoder) -> None:
 
 
 def test_damage_is_the_calculators_mean_roll_over_target_hp(enc: RichEncoder) -> None:
-    battle = make_battle([own_mon("Garchomp", ("earthquake", "dragonclaw"), active=True)],
-                         [("Heatran", 86, 60)])
+    battle = make_battle(
+        [own_mon("Garchomp", ("earthquake", "dragonclaw"), active=True)], [("Heatran", 86, 60)]
+    )
     vec = enc.encode(battle)
     opp = battle.opponent_active_pokemon
     stats = dex.estimated_stats(9, "heatran", 86)
     saved = opp.stats
     opp.stats = dict(stats)
     try:
-        low, high = calculate_damage("p1: Garchomp", "p2: Heatran",
-                                     battle.active_pokemon.moves["earthquake"], battle)
+        low, high = calculate_damage(
+            "p1: Garchomp", "p2: Heatran", battle.active_pokemon.moves["earthquake"], battle
+        )
     finally:
         opp.stats = saved
     hp_now = 0.6 * stats["hp"]
-    assert feature(vec, "moves", "damage", 0) == pytest.approx(min((low + high) / 2 / hp_now,
-                                                                   1.0), rel=1e-5)
+    assert feature(vec, "moves", "damage", 0) == pytest.approx(
+        min((low + high) / 2 / hp_now, 1.0), rel=1e-5
+    )
     assert feature(vec, "moves", "ko", 0) == float(high >= hp_now)
     assert feature(vec, "moves", "effectiveness", 0) == 4.0
     assert feature(vec, "moves", "stab", 0) == 1.0
 
 
 def test_immune_target_takes_no_damage(enc: RichEncoder) -> None:
-    battle = make_battle([own_mon("Garchomp", ("earthquake",), active=True)],
-                         [("Corviknight", 80, 100)])
+    battle = make_battle(
+        [own_mon("Garchomp", ("earthquake",), active=True)], [("Corviknight", 80, 100)]
+    )
     vec = enc.encode(battle)
     assert feature(vec, "moves", "effectiveness", 0) == 0.0
     assert feature(vec, "moves", "damage", 0) == 0.0
@@ -172,9 +209,11 @@ def test_immune_target_takes_no_damage(enc: RichEncoder) -> None:
 def test_boosts_are_encoded_and_scale_damage(enc: RichEncoder) -> None:
     own = [own_mon("Snorlax", ("thunderbolt",), active=True)]
     plain = enc.encode(make_battle(own, [("Azumarill", 80, 100)]))
-    boosted_battle = make_battle(own, [("Azumarill", 80, 100)],
-                                 events=("|-boost|p1a: Snorlax|spa|2",
-                                         "|-unboost|p2a: Azumarill|spd|1"))
+    boosted_battle = make_battle(
+        own,
+        [("Azumarill", 80, 100)],
+        events=("|-boost|p1a: Snorlax|spa|2", "|-unboost|p2a: Azumarill|spd|1"),
+    )
     boosted = enc.encode(boosted_battle)
     assert feature(boosted, "own_active", "boosts", k=2) == pytest.approx(2 / 6)
     assert feature(boosted, "opponent_active", "boosts", k=3) == pytest.approx(-1 / 6)
@@ -186,9 +225,12 @@ def test_boosts_are_encoded_and_scale_damage(enc: RichEncoder) -> None:
     saved = opp.stats
     opp.stats = dict(dex.estimated_stats(9, "azumarill", 80))
     try:
-        low, high = calculate_damage("p1: Snorlax", "p2: Azumarill",
-                                     boosted_battle.active_pokemon.moves["thunderbolt"],
-                                     boosted_battle)
+        low, high = calculate_damage(
+            "p1: Snorlax",
+            "p2: Azumarill",
+            boosted_battle.active_pokemon.moves["thunderbolt"],
+            boosted_battle,
+        )
     finally:
         opp.stats = saved
     hp = dex.estimated_stats(9, "azumarill", 80)["hp"]
@@ -196,9 +238,14 @@ def test_boosts_are_encoded_and_scale_damage(enc: RichEncoder) -> None:
 
 
 def test_fainted_bench_mon_is_flagged(enc: RichEncoder) -> None:
-    battle = make_battle([own_mon("Pikachu", ("thunderbolt",), active=True),
-                          own_mon("Snorlax", fainted=True), own_mon("Gengar")],
-                         [("Gyarados", 80, 100)])
+    battle = make_battle(
+        [
+            own_mon("Pikachu", ("thunderbolt",), active=True),
+            own_mon("Snorlax", fainted=True),
+            own_mon("Gengar"),
+        ],
+        [("Gyarados", 80, 100)],
+    )
     vec = enc.encode(battle)
     assert feature(vec, "own_team", "fainted", 1) == 1.0
     assert feature(vec, "own_team", "hp", 1) == 0.0
@@ -209,9 +256,11 @@ def test_fainted_bench_mon_is_flagged(enc: RichEncoder) -> None:
 
 
 def test_opponent_faint_and_unrevealed_slots(enc: RichEncoder) -> None:
-    battle = make_battle([own_mon("Pikachu", ("thunderbolt",), active=True)],
-                         [("Gyarados", 80, 100), ("Azumarill", 80, 100)],
-                         events=("|faint|p2a: Azumarill",))
+    battle = make_battle(
+        [own_mon("Pikachu", ("thunderbolt",), active=True)],
+        [("Gyarados", 80, 100), ("Azumarill", 80, 100)],
+        events=("|faint|p2a: Azumarill",),
+    )
     vec = enc.encode(battle)
     assert feature(vec, "opponent_team", "present", 0) == 1.0
     assert feature(vec, "opponent_team", "fainted", 1) == 1.0
@@ -224,12 +273,19 @@ def test_opponent_faint_and_unrevealed_slots(enc: RichEncoder) -> None:
 
 def test_weather_terrain_hazards_and_screens(enc: RichEncoder) -> None:
     battle = make_battle(
-        [own_mon("Pikachu", ("thunderbolt",), active=True)], [("Gyarados", 80, 100)],
-        events=("|-weather|RainDance", "|-fieldstart|move: Electric Terrain",
-                "|-fieldstart|move: Trick Room",
-                "|-sidestart|p2: them|move: Stealth Rock", "|-sidestart|p2: them|Spikes",
-                "|-sidestart|p2: them|Spikes", "|-sidestart|p1: me|Reflect",
-                "|-sidestart|p1: me|move: Toxic Spikes"))
+        [own_mon("Pikachu", ("thunderbolt",), active=True)],
+        [("Gyarados", 80, 100)],
+        events=(
+            "|-weather|RainDance",
+            "|-fieldstart|move: Electric Terrain",
+            "|-fieldstart|move: Trick Room",
+            "|-sidestart|p2: them|move: Stealth Rock",
+            "|-sidestart|p2: them|Spikes",
+            "|-sidestart|p2: them|Spikes",
+            "|-sidestart|p1: me|Reflect",
+            "|-sidestart|p1: me|move: Toxic Spikes",
+        ),
+    )
     vec = enc.encode(battle)
     weather = one_hot(vec, "field", "weather")
     assert weather.sum() == 1.0
@@ -248,10 +304,11 @@ def test_weather_terrain_hazards_and_screens(enc: RichEncoder) -> None:
 
 
 def test_tera_type_terastallization_and_status(enc: RichEncoder) -> None:
-    battle = make_battle([own_mon("Pikachu", ("thunderbolt",), active=True, tera="Water")],
-                         [("Gyarados", 80, 100)],
-                         events=("|-terastallize|p2a: Gyarados|Electric",
-                                 "|-status|p2a: Gyarados|brn"))
+    battle = make_battle(
+        [own_mon("Pikachu", ("thunderbolt",), active=True, tera="Water")],
+        [("Gyarados", 80, 100)],
+        events=("|-terastallize|p2a: Gyarados|Electric", "|-status|p2a: Gyarados|brn"),
+    )
     vec = enc.encode(battle)
     own_tera = one_hot(vec, "own_team", "tera_type")
     assert own_tera[vocab.TERA_INDEX[PokemonType.WATER]] == 1.0 and own_tera.sum() == 1
@@ -269,10 +326,15 @@ def test_tera_type_terastallization_and_status(enc: RichEncoder) -> None:
 
 
 def test_item_and_ability_flags(enc: RichEncoder) -> None:
-    battle = make_battle([own_mon("Garchomp", ("earthquake",), active=True,
-                                  item="choicescarf", ability="roughskin"),
-                          own_mon("Snorlax", item="", ability="thickfat")],
-                         [("Rotom-Wash", 85, 100)])
+    battle = make_battle(
+        [
+            own_mon(
+                "Garchomp", ("earthquake",), active=True, item="choicescarf", ability="roughskin"
+            ),
+            own_mon("Snorlax", item="", ability="thickfat"),
+        ],
+        [("Rotom-Wash", 85, 100)],
+    )
     vec = enc.encode(battle)
     items = one_hot(vec, "own_team", "item_flags")
     assert items[list(vocab.ITEM_GROUPS).index("choicescarf")] == 1.0 and items.sum() == 1
@@ -300,8 +362,9 @@ def test_threat_guesses_then_uses_revealed_move(enc: RichEncoder) -> None:
     assert feature(vec, "threat", "damage") > 0.5  # Earthquake from its random-battle set
     assert feature(vec, "threat", "effectiveness") == 4.0
     assert feature(vec, "threat", "moves_known") == 0.0
-    revealed = make_battle(own, [("Garchomp", 80, 100)],
-                           events=("|move|p2a: Garchomp|Earthquake|p1a: Heatran",))
+    revealed = make_battle(
+        own, [("Garchomp", 80, 100)], events=("|move|p2a: Garchomp|Earthquake|p1a: Heatran",)
+    )
     vec = enc.encode(revealed)
     assert feature(vec, "threat", "revealed") == 1.0
     assert feature(vec, "threat", "moves_known") == 0.25
@@ -313,18 +376,21 @@ def test_speed_comparison_and_trick_room(enc: RichEncoder) -> None:
     vec = enc.encode(make_battle(own, [("Weavile", 80, 100)]))
     assert feature(vec, "speed", "faster") == 0.0
     assert feature(vec, "speed", "log_ratio") < 0
-    vec = enc.encode(make_battle(own, [("Weavile", 80, 100)],
-                                 events=("|-fieldstart|move: Trick Room",)))
+    vec = enc.encode(
+        make_battle(own, [("Weavile", 80, 100)], events=("|-fieldstart|move: Trick Room",))
+    )
     assert feature(vec, "speed", "faster") == 1.0
-    vec = enc.encode(make_battle(own, [("Weavile", 80, 100)],
-                                 events=("|-boost|p1a: Snorlax|spe|6",)))
+    vec = enc.encode(
+        make_battle(own, [("Weavile", 80, 100)], events=("|-boost|p1a: Snorlax|spe|6",))
+    )
     assert feature(vec, "speed", "faster") == 1.0
 
 
 def test_move_slots_follow_action_order_and_availability(enc: RichEncoder) -> None:
     moves = ("swordsdance", "earthquake", "dragonclaw", "stealthrock")
-    battle = make_battle([own_mon("Garchomp", moves, active=True)], [("Gyarados", 80, 100)],
-                         disabled=("dragonclaw",))
+    battle = make_battle(
+        [own_mon("Garchomp", moves, active=True)], [("Gyarados", 80, 100)], disabled=("dragonclaw",)
+    )
     vec = enc.encode(battle)
     for slot, move in enumerate(move_slots(battle)):
         static, mtype, _ = dex.move_static(9, move.id)
@@ -343,8 +409,11 @@ def test_move_slots_follow_action_order_and_availability(enc: RichEncoder) -> No
 
 
 def test_encoding_leaves_the_battle_untouched_and_is_repeatable(enc: RichEncoder) -> None:
-    battle = make_battle([own_mon("Garchomp", ("earthquake",), active=True)],
-                         [("Heatran", 86, 60)], events=("|-boost|p2a: Heatran|def|1",))
+    battle = make_battle(
+        [own_mon("Garchomp", ("earthquake",), active=True)],
+        [("Heatran", 86, 60)],
+        events=("|-boost|p2a: Heatran|def|1",),
+    )
     opp = battle.opponent_active_pokemon
     before = (dict(opp.stats), dict(opp.boosts), dict(battle.active_pokemon.boosts))
     first = enc.encode(battle)

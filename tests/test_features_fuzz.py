@@ -16,8 +16,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import RandomPlayer
 from poke_env.player.battle_order import BattleOrder
 
-from mapleenv.features import layout
-from mapleenv.features.encoder import RichEncoder
+from mapleenv.encoders.rich import layout
+from mapleenv.encoders.rich.encoder import RichEncoder
 
 BATTLES = 20
 
@@ -37,28 +37,38 @@ class EncodingRandomPlayer(RandomPlayer):
             self.states += 1
             if vec.dtype != np.float32 or vec.shape != (self.encoder.size,):
                 self.problems.append(f"{battle.battle_tag}: {vec.dtype} {vec.shape}")
-            bad = np.nonzero(~np.isfinite(vec) | (vec < self.encoder.low)
-                             | (vec > self.encoder.high))[0]
+            bad = np.nonzero(
+                ~np.isfinite(vec) | (vec < self.encoder.low) | (vec > self.encoder.high)
+            )[0]
             if len(bad):
                 names = layout.feature_names()
-                self.problems.append(f"{battle.battle_tag} turn {battle.turn}: "
-                                     f"{[(names[i], float(vec[i])) for i in bad]}")
+                self.problems.append(
+                    f"{battle.battle_tag} turn {battle.turn}: "
+                    f"{[(names[i], float(vec[i])) for i in bad]}"
+                )
         except Exception:  # noqa: BLE001 - reported by the test, the battle goes on
-            self.problems.append(f"{battle.battle_tag} turn {battle.turn}: "
-                                 f"{traceback.format_exc()}")
+            self.problems.append(
+                f"{battle.battle_tag} turn {battle.turn}: {traceback.format_exc()}"
+            )
         return super().choose_move(battle)
 
 
 @pytest.mark.integration
 def test_random_battles_encode_without_errors_within_bounds(showdown_server) -> None:
-    players = [EncodingRandomPlayer(battle_format="gen9randombattle",
-                                    server_configuration=showdown_server.server_configuration,
-                                    max_concurrent_battles=4) for _ in range(2)]
+    players = [
+        EncodingRandomPlayer(
+            battle_format="gen9randombattle",
+            server_configuration=showdown_server.server_configuration,
+            max_concurrent_battles=4,
+        )
+        for _ in range(2)
+    ]
 
     async def play() -> None:
         try:
-            await asyncio.wait_for(players[0].battle_against(players[1], n_battles=BATTLES),
-                                   timeout=300)
+            await asyncio.wait_for(
+                players[0].battle_against(players[1], n_battles=BATTLES), timeout=300
+            )
         finally:
             for p in players:
                 await p.ps_client.stop_listening()

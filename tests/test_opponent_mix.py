@@ -10,7 +10,8 @@ from conftest import synthetic_battle
 from omegaconf import OmegaConf
 from poke_env.player import MaxBasePowerPlayer, RandomPlayer
 
-from mapleenv.opponent_mix import (
+from mapleenv.opponents import make_opponent
+from mapleenv.opponents.mix import (
     OpponentMix,
     mix_name,
     opponent_names,
@@ -18,7 +19,6 @@ from mapleenv.opponent_mix import (
     parse_mix,
     uses_self_play,
 )
-from mapleenv.opponents import make_opponent
 
 
 def test_parse_and_name_round_trip():
@@ -27,8 +27,10 @@ def test_parse_and_name_round_trip():
     assert name == "mix:random=0.1,max_power=0.3,heuristic=0.3,self=0.3"
     assert parse_mix(name) == weights
     assert parse_mix("random=1, policy:runs/a.pt=2") == {"random": 1.0, "policy:runs/a.pt": 2.0}
-    assert opponent_spec(OmegaConf.to_container(OmegaConf.create({"opponent": weights}))[
-        "opponent"]) == name
+    assert (
+        opponent_spec(OmegaConf.to_container(OmegaConf.create({"opponent": weights}))["opponent"])
+        == name
+    )
     assert opponent_spec("heuristic") == "heuristic"
     assert opponent_names(name) == ["random", "max_power", "heuristic", "self"]
     assert opponent_names({"random": 1, "self": 0}) == ["random"]
@@ -37,8 +39,18 @@ def test_parse_and_name_round_trip():
     assert not uses_self_play("mix:random=1,self=0") and not uses_self_play("random")
 
 
-@pytest.mark.parametrize("bad", ["mix:random", "mix:random=-1", "mix:random=x", "mix:",
-                                 "mix:random=0", {"random": float("nan")}, {}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "mix:random",
+        "mix:random=-1",
+        "mix:random=x",
+        "mix:",
+        "mix:random=0",
+        {"random": float("nan")},
+        {},
+    ],
+)
 def test_bad_mixes_fail_clearly(bad):
     with pytest.raises(ValueError, match="mix|weight"):
         parse_mix(bad)
@@ -83,7 +95,8 @@ def test_mix_delegates_the_battle_to_the_drawn_member():
     for i in range(12):
         battle = synthetic_battle(
             [("Pikachu", 90, "100/100", ["thunderbolt", "quickattack", "thunder"])],
-            opponent_messages=[["switch", "p2a: Mew", "Mew, L80", "100/100"]])
+            opponent_messages=[["switch", "p2a: Mew", "Mew, L80", "100/100"]],
+        )
         battle._battle_tag = f"battle-gen9randombattle-{i}"
         order = mix.choose_move(battle)
         name = mix.name_for(battle.battle_tag)

@@ -10,26 +10,33 @@ import torch
 from conftest import RECORDED_BATTLES, replay_decisions, synthetic_battle
 
 from mapleenv.actions import legal_actions, mask_from_legal
-from mapleenv.encoding import make_encoder
+from mapleenv.encoders import make_encoder
 from mapleenv.env import PokemonEnv
 from mapleenv.opponents import make_opponent
-from mapleenv.policy_opponent import FrozenPolicy, PolicyOpponent, read_snapshot
+from mapleenv.opponents.policy import FrozenPolicy, PolicyOpponent, read_snapshot
 from trainer.checkpoint import save_checkpoint
 from trainer.config import ModelConfig
+from trainer.policies import policy_from_snapshot
 from trainer.policy import build_policy, policy_spec
-from trainer.selfplay import policy_from_snapshot
 
 
 def write_tiny_checkpoint(path: Path, seed: int = 0, kind: str = "lstm") -> Path:
     """A freshly initialised tiny policy saved like the trainer saves its checkpoints."""
     torch.manual_seed(seed)
     encoder = make_encoder("simple")
-    policy = build_policy(encoder.size, 26, ModelConfig(kind=kind, encoder_sizes=[32],
-                                                        hidden_size=16))
-    return save_checkpoint(path, {
-        "model": policy.state_dict(), "policy": policy_spec(policy), "global_step": 0,
-        "iteration": 0,
-        "config": {"env": {"encoder": "simple", "battle_format": "gen9randombattle"}}})
+    policy = build_policy(
+        encoder.size, 26, ModelConfig(kind=kind, encoder_sizes=[32], hidden_size=16)
+    )
+    return save_checkpoint(
+        path,
+        {
+            "model": policy.state_dict(),
+            "policy": policy_spec(policy),
+            "global_step": 0,
+            "iteration": 0,
+            "config": {"env": {"encoder": "simple", "battle_format": "gen9randombattle"}},
+        },
+    )
 
 
 @pytest.fixture
@@ -38,10 +45,13 @@ def checkpoint(tmp_path: Path) -> Path:
 
 
 def other_battle():
-    battle = synthetic_battle([("Pikachu", 90, "100/100", ["thunderbolt", "surf", "quickattack"]),
-                               ("Snorlax", 80, "50/100", ["bodyslam"])],
-                              opponent_messages=[["switch", "p2a: Gyarados", "Gyarados, L80",
-                                                  "100/100"]])
+    battle = synthetic_battle(
+        [
+            ("Pikachu", 90, "100/100", ["thunderbolt", "surf", "quickattack"]),
+            ("Snorlax", 80, "50/100", ["bodyslam"]),
+        ],
+        opponent_messages=[["switch", "p2a: Gyarados", "Gyarados, L80", "100/100"]],
+    )
     battle._battle_tag = "battle-gen9randombattle-other"
     return battle
 
@@ -62,8 +72,10 @@ def test_greedy_opponent_plays_the_argmax_of_the_trainer_policy(checkpoint):
         with torch.no_grad():
             logits, _, state = reference(
                 torch.from_numpy(obs)[None],
-                torch.from_numpy(mask_from_legal(legal, 26)).bool()[None], state,
-                torch.tensor([float(checked == 0)]))
+                torch.from_numpy(mask_from_legal(legal, 26)).bool()[None],
+                state,
+                torch.tensor([float(checked == 0)]),
+            )
         assert order.message == legal[int(logits[0].argmax())].message
         checked += 1
 

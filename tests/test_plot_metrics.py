@@ -15,17 +15,34 @@ def test_plot_writes_a_png_and_the_smoothed_last_values(tmp_path: Path) -> None:
     metrics = tmp_path / "metrics.csv"
     with metrics.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["global_step", "episode_return", "wall_s", "win_rate/random",
-                         "win_rate/heuristic", "teacher_agreement"])
+        writer.writerow(
+            [
+                "global_step",
+                "episode_return",
+                "wall_s",
+                "win_rate/random",
+                "win_rate/heuristic",
+                "teacher_agreement",
+            ]
+        )
         for i in range(1, 11):
             # heuristic win rate only every other row (no battle ended against it)
-            writer.writerow([i * 100, i / 10, i * 6.0, 1.0 if i > 5 else 0.0,
-                             0.5 if i % 2 else "", i / 20])
+            writer.writerow(
+                [i * 100, i / 10, i * 6.0, 1.0 if i > 5 else 0.0, 0.5 if i % 2 else "", i / 20]
+            )
     out = tmp_path / "curve.png"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "plot_metrics.py"), str(metrics), str(out),
-         "--window", "4"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "plot_metrics.py"),
+            str(metrics),
+            str(out),
+            "--window",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -7,7 +7,7 @@ import torch
 
 from trainer.config import ModelConfig
 from trainer.policy import build_policy, log_prob_entropy, mask_logits, sample_actions
-from trainer.sequence import run_lstm
+from trainer.recurrent import run_lstm
 
 OBS, ACTIONS, ENVS = 6, 5, 4
 

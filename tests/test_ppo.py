@@ -40,7 +40,7 @@ CASES = [
     (24, 0, "SameStep", 2),  # whole rollout as one chunk, many episode starts inside
     (24, 4, "SameStep", 7),  # small chunks, state carried across chunk boundaries
     (24, 8, "SameStep", 2),  # episode starts inside chunks
-    (26, 8, "NextStep", 2),  # last chunk padded; dummy steps after dones
+    (26, 8, "SameStep", 2),  # last chunk padded
 ]
 
 
@@ -134,9 +134,15 @@ def test_cloning_trains_on_the_teacher_and_ignores_the_advantages() -> None:
         policy.load_state_dict(start)
         buffer.advantages.copy_(advantages)
         optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
-        stats = ppo_update(policy, optimizer, buffer.chunks(), cfg,
-                           generator=torch.Generator().manual_seed(0), kickstart_coef=1.0,
-                           pg_coef=pg_coef)
+        stats = ppo_update(
+            policy,
+            optimizer,
+            buffer.chunks(),
+            cfg,
+            generator=torch.Generator().manual_seed(0),
+            kickstart_coef=1.0,
+            pg_coef=pg_coef,
+        )
         assert stats["kickstart_loss"] > 0
         return [p.detach().clone() for p in policy.parameters()]
 

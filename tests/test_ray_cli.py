@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytest.importorskip("ray")
@@ -25,29 +26,24 @@ def _columns(run_dir: Path) -> tuple[list[str], int]:
 
 
 def _sim_hosts() -> set[int]:
-    """PIDs of live direct-backend simulator hosts (``node ... sim_host.js``)."""
-    pids = set()
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and b"sim_host.js" in (proc / "cmdline").read_bytes():
-                pids.add(int(proc.name))
-        except OSError:
-            continue
-    return pids
+    """PIDs of live direct-backend simulator hosts of this checkout (``node
+    <ROOT>/mapleenv/js/sim_host.js``): other checkouts' hosts on a shared machine do not count."""
+    script = str(ROOT / "mapleenv" / "js" / "sim_host.js")
+    return {
+        proc.pid
+        for proc in psutil.process_iter(["cmdline"])
+        if script in (proc.info["cmdline"] or ())
+    }
 
 
 def _node_processes_under(directory: Path) -> list[int]:
     """PIDs of live `node` processes whose working directory is inside `directory`."""
     pids = []
-    for proc in Path("/proc").iterdir():
+    for proc in psutil.process_iter(["name"]):
         try:
-            if (
-                proc.name.isdigit()
-                and (proc / "comm").read_text().strip() == "node"
-                and Path(os.readlink(proc / "cwd")).is_relative_to(directory)
-            ):
-                pids.append(int(proc.name))
-        except OSError:
+            if proc.info["name"] == "node" and Path(proc.cwd()).is_relative_to(directory):
+                pids.append(proc.pid)
+        except psutil.Error:
             continue
     return pids
 

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from mapleenv.ray_vector import (
+from mapleenv.vector.ray import (
     ShardFailedError,
     _shard_kwargs,
     concatenate_batches,
@@ -76,5 +76,5 @@ def test_shard_failed_error_names_shard_node_and_cause():
 
 
 def test_single_machine_path_does_not_import_ray():
-    code = "import sys, mapleenv, mapleenv.ray_vector; sys.exit(1 if 'ray' in sys.modules else 0)"
+    code = "import sys, mapleenv, mapleenv.vector.ray; sys.exit(1 if 'ray' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0

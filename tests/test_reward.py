@@ -15,12 +15,17 @@ SHAPED = RewardConfig(fainted_value=2.0, hp_value=1.0, status_value=0.5, victory
 
 def _battle():
     return synthetic_battle(
-        [("Pikachu", 50, "50/100 par", ["thunderbolt"]),
-         ("Snorlax", 80, "0 fnt", ["bodyslam"]),
-         ("Eevee", 50, "100/100", ["tackle"])],
-        opponent_messages=[["switch", "p2a: Gyarados", "Gyarados, L80", "100/100"],
-                           ["-damage", "p2a: Gyarados", "40/100"],
-                           ["-status", "p2a: Gyarados", "brn"]])
+        [
+            ("Pikachu", 50, "50/100 par", ["thunderbolt"]),
+            ("Snorlax", 80, "0 fnt", ["bodyslam"]),
+            ("Eevee", 50, "100/100", ["tackle"]),
+        ],
+        opponent_messages=[
+            ["switch", "p2a: Gyarados", "Gyarados, L80", "100/100"],
+            ["-damage", "p2a: Gyarados", "40/100"],
+            ["-status", "p2a: Gyarados", "brn"],
+        ],
+    )
 
 
 def test_hand_worked_state_value_and_deltas():
@@ -29,9 +34,9 @@ def test_hand_worked_state_value_and_deltas():
     # theirs: Gyarados -.4 hp + .5 brn; 5 unseen slots -5 -> -4.9
     assert state_value(battle, SHAPED) == pytest.approx(-2.9)
     tracker = RewardTracker(SHAPED)
-    assert tracker.compute(battle) == pytest.approx(-2.9)   # vs starting_value 0
-    assert tracker.compute(battle) == pytest.approx(0.0)    # nothing changed
-    battle.parse_message(["", "faint", "p2a: Gyarados"])    # -(0) + 2, status no longer counts
+    assert tracker.compute(battle) == pytest.approx(-2.9)  # vs starting_value 0
+    assert tracker.compute(battle) == pytest.approx(0.0)  # nothing changed
+    battle.parse_message(["", "faint", "p2a: Gyarados"])  # -(0) + 2, status no longer counts
     assert tracker.compute(battle) == pytest.approx(1.9)
     battle.won_by("maple")
     assert tracker.compute(battle) == pytest.approx(30.0)
@@ -50,7 +55,7 @@ def test_tracker_restarts_for_a_new_battle_and_on_reset():
 
 def test_loss_and_default_config():
     battle = _battle()
-    tracker = RewardTracker()                               # +-1 for a win/loss only
+    tracker = RewardTracker()  # +-1 for a win/loss only
     assert tracker.compute(battle) == 0.0
     battle.won_by("someone else")
     assert tracker.compute(battle) == -1.0
@@ -66,7 +71,7 @@ def test_matches_poke_env_reward_computing_helper(path):
         return ours.compute(battle), PokeEnv.reward_computing_helper(host, battle, **weights)
 
     pairs, battle = replay_decisions(path, both)
-    pairs.append(both(battle))                              # the final, finished state
+    pairs.append(both(battle))  # the final, finished state
     assert len(pairs) > 20 and any(abs(a) > 0 for a, _ in pairs)
     for a, b in pairs:
         assert a == pytest.approx(b)

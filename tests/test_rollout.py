@@ -42,21 +42,13 @@ def test_same_step_autoreset_starts_episodes_right_after_a_done() -> None:
     assert stats.lengths == [3] * 9 and len(stats.wins) == 9
 
 
-def test_next_step_autoreset_marks_the_step_after_a_done_invalid() -> None:
+def test_next_step_autoreset_envs_are_refused() -> None:
     envs = memory_vector_env(2, "NextStep", delay=2)
-    _, buffer, collector = setup(envs, steps=12)
-    stats = collector.collect(buffer)
-    envs.close()
-    done = buffer.terminated | buffer.truncated
-    # Episode of 3 steps, then a dummy step: dones at t=2,6,10, dummies at 3,7,11.
-    assert done[[2, 6, 10]].all() and done.sum() == 6
-    assert (~buffer.valid[[3, 7, 11]]).all() and buffer.valid.sum() == 2 * 9
-    starts = buffer.episode_start.numpy().astype(bool)
-    assert starts[[0, 4, 8]].all() and starts.sum() == 6
-    assert (buffer.rewards[~buffer.valid] == 0).all()
-    assert stats.lengths == [3] * 6
-    # t=11 was the dummy step after the done at t=10: the next rollout starts an episode.
-    assert collector.episode_start_np.all() and not collector.pending_reset.any()
+    try:
+        with pytest.raises(ValueError, match="SAME_STEP"):
+            setup(envs, steps=12)
+    finally:
+        envs.close()
 
 
 def test_truncation_bootstraps_from_final_obs_with_the_episode_state() -> None:

@@ -17,18 +17,10 @@ from omegaconf import OmegaConf
 
 from trainer.__main__ import CONF_DIR
 from trainer.checkpoint import load_checkpoint
-from trainer.config import ModelConfig, to_train_config
-from trainer.policy import build_policy
-from trainer.selfplay import (
-    OpponentStats,
-    SelfPlay,
-    SelfPlayConfig,
-    SnapshotPool,
-    make_snapshot,
-    opponent_win_rates,
-    policy_from_snapshot,
-    win_rate_columns,
-)
+from trainer.config import ModelConfig, SelfPlayConfig, to_train_config
+from trainer.episodes import OpponentStats, opponent_win_rates, win_rate_columns
+from trainer.policies import build_policy, policy_from_snapshot
+from trainer.selfplay import SelfPlay, SnapshotPool, make_snapshot
 from trainer.train import Trainer
 
 OBS_DIM, N_ACTIONS = 116, 26  # SimpleEncoder, gen 9
@@ -36,8 +28,9 @@ OBS_DIM, N_ACTIONS = 116, 26  # SimpleEncoder, gen 9
 
 def tiny_policy(seed: int = 0):
     torch.manual_seed(seed)
-    return build_policy(OBS_DIM, N_ACTIONS, ModelConfig(kind="lstm", encoder_sizes=[32],
-                                                        hidden_size=16))
+    return build_policy(
+        OBS_DIM, N_ACTIONS, ModelConfig(kind="lstm", encoder_sizes=[32], hidden_size=16)
+    )
 
 
 @torch.no_grad()
@@ -90,8 +83,9 @@ def test_pool_keeps_recent_and_archived_snapshots_and_survives_a_checkpoint():
 def test_win_rates_per_opponent():
     columns = win_rate_columns(OmegaConf.create({"random": 0.5, "self": 0.5}))
     assert columns == ["win_rate/random", "win_rate/self"]
-    rates = opponent_win_rates(columns, ["random", "self", "random", "random"],
-                               [True, False, False, True])
+    rates = opponent_win_rates(
+        columns, ["random", "self", "random", "random"], [True, False, False, True]
+    )
     assert rates["win_rate/random"] == pytest.approx(2 / 3)
     assert rates["win_rate/self"] == 0.0
     assert math.isnan(opponent_win_rates(columns, [], [])["win_rate/self"])
@@ -135,7 +129,8 @@ def test_opponent_stats_reads_finished_episodes(mode):
     # least 3 episodes per env (random, self, heuristic); SAME_STEP finishes a 4th on env 0
     # (vs random, won). NEXT_STEP spends a step per reset.
     assert rates == pytest.approx(
-        {"win_rate/random": 1.0, "win_rate/self": 0.5, "win_rate/heuristic": 0.5})
+        {"win_rate/random": 1.0, "win_rate/self": 0.5, "win_rate/heuristic": 0.5}
+    )
     assert all(math.isnan(v) for v in envs.pop_win_rates().values())  # popped
     envs.close()
 
@@ -153,11 +148,20 @@ def test_self_play_only_for_opponents_with_self():
 @pytest.mark.integration
 def test_trainer_pushes_snapshots_to_workers_and_keeps_the_pool(showdown_server, tmp_path):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=[
-            "+experiment=smoke", "env.opponent=self", "env.num_envs=2",
-            f"env.server_url={showdown_server.server_configuration.websocket_url}",
-            "selfplay.every=1", "selfplay.pool_size=2", "algo.rollout_steps=16",
-            "total_steps=96", "tensorboard=false"])
+        cfg = compose(
+            "config",
+            overrides=[
+                "+experiment=smoke",
+                "env.opponent=self",
+                "env.num_envs=2",
+                f"env.server_url={showdown_server.server_configuration.websocket_url}",
+                "selfplay.every=1",
+                "selfplay.pool_size=2",
+                "algo.rollout_steps=16",
+                "total_steps=96",
+                "tensorboard=false",
+            ],
+        )
     trainer = Trainer(to_train_config(cfg), tmp_path, OmegaConf.to_container(cfg))
     try:
         assert trainer.selfplay is not None

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import child_node_pids, pid_alive
 
-from mapleenv.server import (
+from mapleenv.showdown import (
     NodeNotFoundError,
     ServerPool,
     ServerStartError,
@@ -53,15 +53,30 @@ def _wait(predicate, timeout: float = 20.0) -> bool:
 
 def test_config_is_config_example_plus_overrides(tmp_path):
     directory = prepare_server_dir(tmp_path / "srv", 8123, overrides={"subprocesses": 1})
-    script = ("const c = require(process.argv[1]); console.log(JSON.stringify({port: c.port, "
-              "bind: c.bindaddress, nothrottle: c.nothrottle, sub: c.subprocesses, "
-              "logchat: c.logchat, stats: c.loguserstats, repl: c.repl, crashguard: c.crashguard, "
-              "example: Array.isArray(c.grouplist)}))")
-    out = subprocess.run([find_node(), "-e", script, str(directory / "config" / "config.js")],
-                         capture_output=True, text=True, check=True, timeout=30)
-    assert json.loads(out.stdout) == {"port": 8123, "bind": "127.0.0.1", "nothrottle": True,
-                                      "sub": 1, "logchat": False, "stats": 0, "repl": False,
-                                      "crashguard": True, "example": True}
+    script = (
+        "const c = require(process.argv[1]); console.log(JSON.stringify({port: c.port, "
+        "bind: c.bindaddress, nothrottle: c.nothrottle, sub: c.subprocesses, "
+        "logchat: c.logchat, stats: c.loguserstats, repl: c.repl, crashguard: c.crashguard, "
+        "example: Array.isArray(c.grouplist)}))"
+    )
+    out = subprocess.run(
+        [find_node(), "-e", script, str(directory / "config" / "config.js")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    assert json.loads(out.stdout) == {
+        "port": 8123,
+        "bind": "127.0.0.1",
+        "nothrottle": True,
+        "sub": 1,
+        "logchat": False,
+        "stats": 0,
+        "repl": False,
+        "crashguard": True,
+        "example": True,
+    }
 
 
 def test_server_dir_links_the_package_and_leaves_it_untouched(tmp_path):
@@ -95,10 +110,13 @@ def test_missing_node_and_missing_package_are_clear_errors(monkeypatch, tmp_path
 
 
 def test_external_server_urls():
-    assert external_server("127.0.0.1:8000").websocket_url == \
-        "ws://127.0.0.1:8000/showdown/websocket"
-    assert external_server("wss://sim3.psim.us/showdown/websocket").websocket_url == \
-        "wss://sim3.psim.us/showdown/websocket"
+    assert (
+        external_server("127.0.0.1:8000").websocket_url == "ws://127.0.0.1:8000/showdown/websocket"
+    )
+    assert (
+        external_server("wss://sim3.psim.us/showdown/websocket").websocket_url
+        == "wss://sim3.psim.us/showdown/websocket"
+    )
     for bad in ("localhost", "http://x:1", "host:port"):
         with pytest.raises(ValueError):
             external_server(bad)
@@ -116,8 +134,10 @@ def test_port_is_unknown_before_start():
 def test_session_server_accepts_logins(showdown_server):
     assert showdown_server.is_alive()
     assert showdown_server.pid in child_node_pids()
-    assert showdown_server.server_configuration.websocket_url == \
-        f"ws://127.0.0.1:{showdown_server.port}/showdown/websocket"
+    assert (
+        showdown_server.server_configuration.websocket_url
+        == f"ws://127.0.0.1:{showdown_server.port}/showdown/websocket"
+    )
     showdown_server.warm_up()  # a websocket gets the login challenge
     assert "listening on 127.0.0.1" in showdown_server.log_path.read_text()
 
@@ -148,8 +168,9 @@ def test_start_failures_carry_the_reason(tmp_path, no_new_node):
         taken.listen()
         with pytest.raises(ServerStartError, match="already in use"):
             ShowdownServer(port=taken.getsockname()[1]).start()
-    bad = ShowdownServer(log_dir=tmp_path, config={"bindaddress": "203.0.113.7"},
-                         start_timeout=30, warm=False)
+    bad = ShowdownServer(
+        log_dir=tmp_path, config={"bindaddress": "203.0.113.7"}, start_timeout=30, warm=False
+    )
     started = time.monotonic()
     with pytest.raises(ServerStartError, match="EADDRNOTAVAIL"):
         bad.start()
@@ -174,11 +195,14 @@ def test_pool_round_robin_and_watchdog_restart(tmp_path, no_new_node):
 
 @pytest.mark.integration
 def test_node_dies_with_a_killed_python_parent(tmp_path):
-    code = ("import sys, time; from mapleenv.server import ShowdownServer; "
-            "s = ShowdownServer(log_dir=sys.argv[1], warm=False).start(); "
-            "print(s.pid, flush=True); time.sleep(120)")
-    parent = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)],
-                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    code = (
+        "import sys, time; from mapleenv.showdown import ShowdownServer; "
+        "s = ShowdownServer(log_dir=sys.argv[1], warm=False).start(); "
+        "print(s.pid, flush=True); time.sleep(120)"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
     try:
         node_pid = int(parent.stdout.readline())
         assert pid_alive(node_pid)

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 from trainer.checkpoint import load_checkpoint
-from trainer.policy import load_policy
+from trainer.policies import policy_from_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,8 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
     # No server_url: the run starts its own simulator hosts or server.
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
-         f"env.backend={backend}"],
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            f"hydra.run.dir={tmp_path}",
+            f"env.backend={backend}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -46,7 +53,8 @@ def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
             assert 0.0 <= float(r["win_rate"]) <= 1.0
     ckpt = load_checkpoint(tmp_path)
     assert ckpt["global_step"] == 96
-    policy, cfg = load_policy(tmp_path / "checkpoints" / "last.pt")
+    ckpt = load_checkpoint(tmp_path / "checkpoints" / "last.pt")
+    policy, cfg = policy_from_snapshot(ckpt), OmegaConf.create(ckpt["config"])
     assert cfg.env.kind == "showdown" and cfg.name == "smoke"
     obs = torch.zeros(1, policy.obs_dim)
     mask = torch.zeros(1, policy.n_actions, dtype=torch.bool)
@@ -59,10 +67,21 @@ def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
 @pytest.mark.timeout(300)
 def test_kickstarting_from_the_heuristic_teacher(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
-         "env.teacher=heuristic", "algo.kickstart_coef=1.0", "algo.kickstart_steps=64",
-         "tensorboard=false"],
-        cwd=ROOT, capture_output=True, text=True, timeout=280,
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            f"hydra.run.dir={tmp_path}",
+            "env.teacher=heuristic",
+            "algo.kickstart_coef=1.0",
+            "algo.kickstart_steps=64",
+            "tensorboard=false",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     with (tmp_path / "metrics.csv").open() as f:
@@ -80,12 +99,28 @@ def test_attention_policy_clones_then_trains_with_self_play(tmp_path: Path) -> N
     fading, snapshots of the attention policy playing in the env workers; its checkpoint
     then plays the shipped LSTM agent head to head."""
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
-         "model=attention", "model.token_size=16", "model.attention_heads=2",
-         "env.encoder=rich", "env.teacher=heuristic", "env.opponent={random: 0.5, self: 0.5}",
-         "selfplay.every=1", "algo.kickstart_coef=1.0", "algo.bc_steps=32",
-         "algo.kickstart_steps=96", "tensorboard=false"],
-        cwd=ROOT, capture_output=True, text=True, timeout=380,
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            f"hydra.run.dir={tmp_path}",
+            "model=attention",
+            "model.token_size=16",
+            "model.attention_heads=2",
+            "env.encoder=rich",
+            "env.teacher=heuristic",
+            "env.opponent={random: 0.5, self: 0.5}",
+            "selfplay.every=1",
+            "algo.kickstart_coef=1.0",
+            "algo.bc_steps=32",
+            "algo.kickstart_steps=96",
+            "tensorboard=false",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=380,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     with (tmp_path / "metrics.csv").open() as f:
@@ -97,21 +132,40 @@ def test_attention_policy_clones_then_trains_with_self_play(tmp_path: Path) -> N
     assert ckpt["policy"]["model"]["kind"] == "attention" and ckpt["selfplay"] is not None
     out = tmp_path / "h2h"
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer.evaluate", f"checkpoint={tmp_path}",
-         f"opponents=[policy:{ROOT / 'models' / 'lstm_ppo_gen9random.pt'}]", "battles=2",
-         "num_envs=1", f"hydra.run.dir={out}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "trainer.evaluate",
+            f"checkpoint={tmp_path}",
+            f"opponents=[policy:{ROOT / 'models' / 'lstm_ppo_gen9random.pt'}]",
+            "battles=2",
+            "num_envs=1",
+            f"hydra.run.dir={out}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     result = json.loads((out / "evaluation.json").read_text())
-    (name, stats), = result["opponents"].items()
+    ((name, stats),) = result["opponents"].items()
     assert name.startswith("policy:") and stats["battles"] == 2
 
 
 def test_kickstarting_without_a_teacher_is_a_config_error(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", f"hydra.run.dir={tmp_path}",
-         "algo.kickstart_coef=1.0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            f"hydra.run.dir={tmp_path}",
+            "algo.kickstart_coef=1.0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2 and "needs env.teacher" in proc.stderr + proc.stdout

@@ -33,8 +33,14 @@ def _maps(pid: int) -> str:
 @pytest.mark.integration
 def test_two_envs_play_full_episodes_and_survive_a_server_crash(tmp_path):
     before = set(child_node_pids())
-    envs = make_vector_env(2, backend="server", servers=2, log_dir=tmp_path, seed=0,
-                           autoreset_mode=AutoresetMode.SAME_STEP)
+    envs = make_vector_env(
+        2,
+        backend="server",
+        servers=2,
+        log_dir=tmp_path,
+        seed=0,
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
     rng = np.random.default_rng(0)
     finished: list[tuple[int, dict]] = []
 
@@ -46,8 +52,16 @@ def test_two_envs_play_full_episodes_and_survive_a_server_crash(tmp_path):
             assert obs["action_mask"].any(axis=1).all()
             for i in np.flatnonzero(terminated | truncated):
                 final = info["final_info"]
-                finished.append((int(i), {k: final[k][i] for k in final
-                                          if not k.startswith("_") and final[f"_{k}"][i]}))
+                finished.append(
+                    (
+                        int(i),
+                        {
+                            k: final[k][i]
+                            for k in final
+                            if not k.startswith("_") and final[f"_{k}"][i]
+                        },
+                    )
+                )
             if condition():
                 return
         raise AssertionError("condition not reached")

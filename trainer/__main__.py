@@ -13,7 +13,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import trainer.config  # noqa: F401  (registers the typed schemas)
-from mapleenv.ray_vector import ShardFailedError  # plain import; Ray is imported only by shards
+from mapleenv.vector.ray import ShardFailedError  # plain import; Ray is imported only by shards
 from trainer.config import ConfigError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -51,8 +51,12 @@ def _hydra_main(cfg: DictConfig) -> None:
         log.error("%s", exc)
         sys.exit(2)
     except ShardFailedError as exc:
-        log.error("%s; last checkpoint: %s/checkpoints/last.pt (continue with resume=%s)",
-                  exc, run_dir, run_dir)
+        log.error(
+            "%s; last checkpoint: %s/checkpoints/last.pt (continue with resume=%s)",
+            exc,
+            run_dir,
+            run_dir,
+        )
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

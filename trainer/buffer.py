@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from trainer.sequence import Hidden
+from trainer.recurrent import Hidden
 
 
 def compute_gae(

@@ -1,20 +1,103 @@
-"""Typed Hydra configs for the trainer, registered in Hydra's ConfigStore.
+"""Every typed Hydra config schema of the trainer and evaluator, with its value checks.
 
 The YAML files in ``conf/`` extend these schemas, so an unknown key or a value of the wrong
-type fails when Hydra composes the config, before anything starts.
+type fails when Hydra composes the config, before anything starts; :func:`to_train_config`
+checks the values. This module imports nothing from ``trainer``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from trainer.evaluate import PeriodicEvalConfig
-from trainer.selfplay import SelfPlayConfig
+DEFAULT_OPPONENTS = ("random", "max_power", "heuristic")
+
+
+class ModelKind(StrEnum):
+    """``model.kind``: the policy network (:func:`trainer.policies.build_policy`)."""
+
+    lstm = "lstm"
+    mlp = "mlp"
+    attention = "attention"
+
+
+class Activation(StrEnum):
+    tanh = "tanh"
+    relu = "relu"
+
+
+class ShowdownVectorization(StrEnum):
+    """``env.vectorization`` of Showdown envs: local workers or Ray actor shards."""
+
+    async_ = "async"
+    ray = "ray"
+
+
+class GymVectorization(StrEnum):
+    sync = "sync"
+    async_ = "async"
+
+
+class Backend(StrEnum):
+    """``env.backend``: auto (direct, or server with server_url), direct or server."""
+
+    auto = "auto"
+    direct = "direct"
+    server = "server"
+
+
+def choices(enum: type[StrEnum]) -> str:
+    """``a|b|c``: the values of a closed choice, for messages."""
+    return "|".join(member.value for member in enum)
+
+
+def is_choice(value: Any, enum: type[StrEnum]) -> bool:
+    return value in {member.value for member in enum}
+
+
+@dataclass
+class SelfPlayConfig:
+    """Self-play settings (active when ``env.opponent`` is ``self`` or a mix with ``self``)."""
+
+    every: int = 10  # updates (iterations) between snapshot pushes
+    pool_size: int = 5  # most recent snapshots the opponent draws from
+    archive_size: int = 0  # older snapshots kept besides the recent ones
+    archive_every: int = 10  # keep every n-th snapshot in the archive
+
+
+@dataclass
+class PeriodicEvalConfig:
+    """Evaluation during training (``eval.*``): ``every`` = 0 turns it off."""
+
+    every: int = 0  # updates (iterations) between evaluations
+    battles: int = 50  # per opponent
+    opponents: list[str] = field(default_factory=lambda: list(DEFAULT_OPPONENTS))
+    num_envs: int = 4
+    sample: bool = True  # False: greedy (argmax)
+
+
+@dataclass
+class EvaluateConfig:
+    """``python -m trainer.evaluate`` settings (``conf/evaluate.yaml``)."""
+
+    checkpoint: str = MISSING
+    opponents: list[str] = field(default_factory=lambda: list(DEFAULT_OPPONENTS))
+    battles: int = 200  # per opponent
+    num_envs: int = 4
+    sample: bool = True  # False: greedy (argmax over legal actions)
+    device: str = "cpu"  # cpu | cuda | mps | auto
+    seed: int = 0
+    save_replays: bool = False
+    output: str | None = None  # JSON path; default <hydra run dir>/evaluation.json
+    battle_format: str | None = None  # default: the checkpoint's
+    max_turns: int | None = None  # default: the checkpoint's env.max_turns
+    backend: str = "auto"  # auto (direct, or server with server_url) | server | direct
+    server_url: str | None = None  # use this server instead of starting one
 
 
 @dataclass
@@ -71,15 +154,18 @@ class GymEnvConfig(EnvConfig):
 
 @dataclass
 class ModelConfig:
-    """Actor-critic network; ``kind=mlp`` ignores the recurrent fields."""
+    """Actor-critic network; ``kind=mlp`` ignores the recurrent fields.
 
-    kind: str = "lstm"  # lstm | mlp | attention
+    Closed choices are plain strings checked against their enum (:class:`ModelKind`,
+    :class:`Activation`), so checkpoints keep plain values."""
+
+    kind: str = "lstm"  # ModelKind
     encoder_sizes: list[int] = field(default_factory=lambda: [256])
     hidden_size: int = 256
     num_layers: int = 1
     head_sizes: list[int] = field(default_factory=list)
     shared_trunk: bool = True
-    activation: str = "tanh"  # tanh | relu
+    activation: str = "tanh"  # Activation
     # attention (needs env.encoder=rich): token width, transformer layers and heads
     token_size: int = 128
     attention_layers: int = 2
@@ -144,6 +230,7 @@ def register_configs() -> None:
     cs.store(group="env", name="gym_schema", node=GymEnvConfig)
     cs.store(group="model", name="model_schema", node=ModelConfig)
     cs.store(group="algo", name="ppo_schema", node=PPOConfig)
+    cs.store(name="evaluate_schema", node=EvaluateConfig)
 
 
 register_configs()
@@ -201,16 +288,14 @@ def _check_values(cfg: TrainConfig) -> list[str]:
         (e.num_envs >= 1, "env.num_envs must be >= 1"),
         (e.kind in ("showdown", "gym"), f"env.kind must be showdown|gym, got {e.kind!r}"),
         (
-            not isinstance(e, ShowdownEnvConfig) or e.vectorization in ("async", "ray"),
-            f"env.vectorization must be async|ray, got {getattr(e, 'vectorization', None)!r}",
+            not isinstance(e, ShowdownEnvConfig)
+            or is_choice(e.vectorization, ShowdownVectorization),
+            f"env.vectorization must be {choices(ShowdownVectorization)}, "
+            f"got {getattr(e, 'vectorization', None)!r}",
         ),
         (
-            not isinstance(e, GymEnvConfig) or e.vectorization in ("sync", "async"),
-            f"env.vectorization must be sync|async, got {getattr(e, 'vectorization', None)!r}",
-        ),
-        (
-            m.kind in ("lstm", "mlp", "attention"),
-            f"model.kind must be lstm|mlp|attention, got {m.kind!r}",
+            not isinstance(e, ShowdownEnvConfig) or is_choice(e.backend, Backend),
+            f"env.backend must be {choices(Backend)}, got {getattr(e, 'backend', None)!r}",
         ),
         (
             m.token_size >= 1
@@ -221,8 +306,14 @@ def _check_values(cfg: TrainConfig) -> list[str]:
             "and model.attention_layers >= 1",
         ),
         (
-            m.activation in ("tanh", "relu"),
-            f"model.activation must be tanh|relu, got {m.activation!r}",
+            not isinstance(e, GymEnvConfig) or is_choice(e.vectorization, GymVectorization),
+            f"env.vectorization must be {choices(GymVectorization)}, "
+            f"got {getattr(e, 'vectorization', None)!r}",
+        ),
+        (is_choice(m.kind, ModelKind), f"model.kind must be {choices(ModelKind)}, got {m.kind!r}"),
+        (
+            is_choice(m.activation, Activation),
+            f"model.activation must be {choices(Activation)}, got {m.activation!r}",
         ),
         (m.hidden_size >= 1 and m.num_layers >= 1, "model.hidden_size and num_layers must be >= 1"),
         (all(s >= 1 for s in [*m.encoder_sizes, *m.head_sizes]), "layer sizes must be >= 1"),

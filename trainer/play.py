@@ -113,7 +113,7 @@ def _make_player_class() -> type:
     from poke_env.battle.abstract_battle import AbstractBattle
     from poke_env.player.battle_order import BattleOrder
 
-    from mapleenv.policy_opponent import PolicyOpponent
+    from mapleenv.opponents.policy import PolicyOpponent
 
     class LivePolicyPlayer(PolicyOpponent):
         """A frozen Maple policy as a listening poke-env player (see module docs)."""
@@ -160,7 +160,7 @@ def build_player(
     """The listening policy player for ``checkpoint`` (connecting and logging in)."""
     from poke_env.ps_client import AccountConfiguration
 
-    from mapleenv.policy_opponent import FrozenPolicy
+    from mapleenv.opponents.policy import FrozenPolicy
 
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
     battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
@@ -278,7 +278,7 @@ def run(
     player is logged in. Stops the player and a local server on return, error, Ctrl-C or
     SIGTERM (which raise :class:`KeyboardInterrupt` / ``SystemExit`` here).
     """
-    from mapleenv.server import ShowdownServer, external_server
+    from mapleenv.showdown import ShowdownServer, external_server
     from trainer.checkpoint import load_checkpoint
 
     validate(cfg)
@@ -430,7 +430,7 @@ def main() -> None:
     from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from mapleenv.server import ShowdownError
+    from mapleenv.showdown import ShowdownError
 
     torch.set_num_threads(1)  # one small batch-1 forward per decision
     _register_schema()

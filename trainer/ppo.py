@@ -1,4 +1,8 @@
-"""Sequence PPO update over BPTT chunks (clipped surrogate, value loss, entropy).
+"""Sequence PPO: the pure loss (:func:`ppo_losses`) and the update loop over BPTT chunks.
+
+:func:`ppo_losses` is the algorithm (clipped surrogate, clipped value loss, entropy bonus) on
+tensors; :func:`ppo_update` replays chunks, adds the optional kickstarting term and steps
+the optimizer.
 
 Optional kickstarting (Schmitt et al., 2018, "Kickstarting Deep Reinforcement Learning"):
 with ``kickstart_coef > 0`` the loss adds ``kickstart_coef * -log pi(teacher_action)``
@@ -11,13 +15,14 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
 from trainer.buffer import ChunkBatch
 from trainer.config import PPOConfig
-from trainer.policy import ActorCritic, log_prob_entropy
+from trainer.policies import ActorCritic, log_prob_entropy
 
 
 @dataclass
@@ -58,6 +63,66 @@ def _masked_mean(x: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> to
     return (x * mask).sum() / count
 
 
+class PPOLosses(NamedTuple):
+    """The PPO loss and its parts (scalars)."""
+
+    loss: torch.Tensor  # pg_coef * (policy_loss - ent_coef * entropy) + vf_coef * value_loss
+    policy_loss: torch.Tensor
+    value_loss: torch.Tensor
+    entropy: torch.Tensor
+    approx_kl: torch.Tensor  # detached
+    clip_frac: torch.Tensor  # detached
+
+
+def ppo_losses(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    entropy: torch.Tensor,
+    valid: torch.Tensor,
+    cfg: PPOConfig,
+    pg_coef: float = 1.0,
+) -> PPOLosses:
+    """PPO's clipped objective over the ``valid`` steps (all tensors ``[L, B]``).
+
+    ``pg_coef`` scales the policy-gradient and entropy terms (0: only the value loss, as in
+    behaviour cloning, where the kickstarting cross-entropy is the policy's loss)."""
+    count = valid.sum().clamp(min=1.0)
+    logratio = logp - old_logp
+    ratio = logratio.exp()
+    pg_loss = _masked_mean(
+        torch.max(
+            -advantages * ratio,
+            -advantages * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef),
+        ),
+        valid,
+        count,
+    )
+    v_loss = (values - returns) ** 2
+    if cfg.clip_vloss:
+        v_clipped = old_values + (values - old_values).clamp(-cfg.clip_coef, cfg.clip_coef)
+        v_loss = torch.max(v_loss, (v_clipped - returns) ** 2)
+    v_loss = 0.5 * _masked_mean(v_loss, valid, count)
+    entropy_mean = _masked_mean(entropy, valid, count)
+    loss = pg_coef * (pg_loss - cfg.ent_coef * entropy_mean) + cfg.vf_coef * v_loss
+    with torch.no_grad():
+        approx_kl = _masked_mean((ratio - 1) - logratio, valid, count)
+        clip_frac = _masked_mean(((ratio - 1).abs() > cfg.clip_coef).float(), valid, count)
+    return PPOLosses(loss, pg_loss, v_loss, entropy_mean, approx_kl, clip_frac)
+
+
+def kickstart_terms(out: MinibatchEval, taught: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Kickstarting loss ``-mean log pi(teacher action)`` and agreement with the teacher,
+    over the ``taught`` steps (valid steps that have a teacher action)."""
+    taught_count = taught.sum().clamp(min=1.0)
+    kick_loss = -_masked_mean(out.teacher_logp, taught, taught_count)
+    agreement = _masked_mean(out.teacher_agree, taught, taught_count)
+    return kick_loss, agreement
+
+
 def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor) -> float:
     """``1 - Var(returns - values) / Var(returns)`` over valid steps (NaN if undefined)."""
     keep = valid.bool()
@@ -66,6 +131,12 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch
         return float("nan")
     var_y = torch.var(y)
     return float("nan") if var_y == 0 else float(1.0 - torch.var(y - pred) / var_y)
+
+
+def _normalized_advantages(batch: ChunkBatch) -> torch.Tensor:
+    keep = batch.valid.bool()
+    adv = batch.advantages[keep]
+    return (batch.advantages - adv.mean()) / (adv.std() + 1e-8) * batch.valid
 
 
 def ppo_update(
@@ -80,64 +151,45 @@ def ppo_update(
 ) -> dict[str, float]:
     """Run ``cfg.epochs`` epochs of minibatches of chunks; returns mean statistics
     (with ``kickstart_loss`` and ``teacher_agreement`` when the batch has teacher actions).
-
-    ``pg_coef`` scales the policy-gradient and entropy terms (0: behaviour cloning only,
-    the kickstarting cross-entropy and the value loss)."""
-    num_chunks = batch.num_chunks
-    num_mb = max(1, min(cfg.num_minibatches, num_chunks))
-    advantages = batch.advantages
-    if cfg.norm_adv:
-        keep = batch.valid.bool()
-        adv = advantages[keep]
-        advantages = (advantages - adv.mean()) / (adv.std() + 1e-8) * batch.valid
-    device_type = batch.obs.device.type
+    ``pg_coef=0`` is behaviour cloning (``algo.bc_steps``): see :func:`ppo_losses`."""
+    num_mb = max(1, min(cfg.num_minibatches, batch.num_chunks))
+    advantages = _normalized_advantages(batch) if cfg.norm_adv else batch.advantages
     autocast = (
-        torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+        torch.autocast(device_type=batch.obs.device.type, dtype=torch.bfloat16)
         if autocast_bf16
         else contextlib.nullcontext()
     )
-    keys = ["policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac"]
     has_teacher = batch.teacher_actions >= 0
     with_teacher = bool(has_teacher.any())
-    if with_teacher:
-        keys += ["kickstart_loss", "teacher_agreement"]
-    stats: dict[str, list[torch.Tensor]] = {k: [] for k in keys}
+    stats: dict[str, list[torch.Tensor]] = {}
     epochs_run = 0
-    stop = False
     for _ in range(cfg.epochs):
-        perm = torch.randperm(num_chunks, generator=generator).to(batch.obs.device)
+        epochs_run += 1
+        perm = torch.randperm(batch.num_chunks, generator=generator).to(batch.obs.device)
         for idx in torch.tensor_split(perm, num_mb):
             valid = batch.valid[:, idx]
-            count = valid.sum().clamp(min=1.0)
             with autocast:
                 out = evaluate_chunks(policy, batch, idx)
-            logratio = out.logp - batch.logp[:, idx]
-            ratio = logratio.exp()
-            adv = advantages[:, idx]
-            pg_loss = _masked_mean(
-                torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)),
+            losses = ppo_losses(
+                out.logp,
+                batch.logp[:, idx],
+                advantages[:, idx],
+                out.values,
+                batch.values[:, idx],
+                batch.returns[:, idx],
+                out.entropy,
                 valid,
-                count,
+                cfg,
+                pg_coef,
             )
-            returns, old_values = batch.returns[:, idx], batch.values[:, idx]
-            v_loss = (out.values - returns) ** 2
-            if cfg.clip_vloss:
-                v_clipped = old_values + (out.values - old_values).clamp(
-                    -cfg.clip_coef, cfg.clip_coef
-                )
-                v_loss = torch.max(v_loss, (v_clipped - returns) ** 2)
-            v_loss = 0.5 * _masked_mean(v_loss, valid, count)
-            entropy = _masked_mean(out.entropy, valid, count)
-            loss = pg_coef * (pg_loss - cfg.ent_coef * entropy) + cfg.vf_coef * v_loss
-            extra: list[tuple[str, torch.Tensor]] = []
+            loss = losses.loss
+            step_stats = losses._asdict()
+            del step_stats["loss"]
             if with_teacher:
-                taught = valid * has_teacher[:, idx]
-                taught_count = taught.sum().clamp(min=1.0)
-                kick_loss = -_masked_mean(out.teacher_logp, taught, taught_count)
-                agreement = _masked_mean(out.teacher_agree, taught, taught_count)
+                kick_loss, agreement = kickstart_terms(out, valid * has_teacher[:, idx])
                 if kickstart_coef > 0:
                     loss = loss + kickstart_coef * kick_loss
-                extra = [("kickstart_loss", kick_loss), ("teacher_agreement", agreement)]
+                step_stats |= {"kickstart_loss": kick_loss, "teacher_agreement": agreement}
 
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -145,24 +197,13 @@ def ppo_update(
                 nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip_norm)
             optimizer.step()
 
-            with torch.no_grad():
-                approx_kl = _masked_mean((ratio - 1) - logratio, valid, count)
-                clip_frac = _masked_mean(((ratio - 1).abs() > cfg.clip_coef).float(), valid, count)
-            for key, value in (
-                ("policy_loss", pg_loss),
-                ("value_loss", v_loss),
-                ("entropy", entropy),
-                ("approx_kl", approx_kl),
-                ("clip_frac", clip_frac),
-                *extra,
-            ):
-                stats[key].append(value.detach().float())
-            if cfg.target_kl is not None and float(approx_kl) > cfg.target_kl:
-                stop = True
+            for key, value in step_stats.items():
+                stats.setdefault(key, []).append(value.detach().float())
+            if cfg.target_kl is not None and float(losses.approx_kl) > cfg.target_kl:
                 break
-        epochs_run += 1
-        if stop:
-            break
+        else:
+            continue
+        break  # target_kl reached
     means = torch.stack([torch.stack(v).mean() for v in stats.values()]).tolist()
     result = dict(zip(stats, means, strict=True))
     result["epochs"] = float(epochs_run)

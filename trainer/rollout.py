@@ -4,15 +4,10 @@ The collector owns the state ``(h, c)`` ``[layers, N, state]`` on the device; th
 zeroes it for envs whose ``episode_start`` is set. Each step makes one batched forward,
 sends the observations to the device once and brings only the actions back.
 
-Autoreset (Gymnasium 1.x) is handled for both modes:
-
-* ``SAME_STEP`` (what the trainer asks for): the obs after a done is already the reset obs;
-  a truncated episode bootstraps from ``V(final_obs)`` evaluated with the state *after* the
-  final step (one extra batched forward of the truncated envs only).
-* ``NEXT_STEP`` (Gymnasium's default): the obs after a done is the final obs and the next
-  step is a dummy (action ignored, reward 0, reset obs returned). That step is stored with
-  ``valid = 0`` (no loss) and its value, computed from the final obs with the episode's
-  state, is exactly the bootstrap value a truncated episode needs.
+The envs must autoreset in the ``SAME_STEP`` mode (what :mod:`trainer.envs` builds): the obs
+after a done is already the reset obs; a truncated episode bootstraps from ``V(final_obs)``
+evaluated with the state *after* the final step (one extra batched forward of the truncated
+envs only).
 """
 
 from __future__ import annotations
@@ -27,6 +22,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from trainer.buffer import RolloutBuffer
 from trainer.envs import autoreset_mode
+from trainer.episodes import finished_values
 from trainer.policy import ActorCritic, sample_actions
 from trainer.spaces import ObsAdapter
 
@@ -56,12 +52,16 @@ class RolloutCollector:
         self.envs, self.policy, self.adapter, self.device = envs, policy, adapter, device
         self.num_envs = envs.num_envs
         self.mode = autoreset_mode(envs)
+        if self.mode != AutoresetMode.SAME_STEP:
+            raise ValueError(
+                f"the rollout needs SAME_STEP autoreset envs, got {self.mode.name} "
+                "(gymnasium.vector.*VectorEnv(..., autoreset_mode=AutoresetMode.SAME_STEP))"
+            )
         obs, _ = envs.reset(seed=seed)
         self.obs_np, self.mask_np = adapter.batch(obs)
         self.teacher_np = adapter.teacher(obs)
         self.hidden = policy.initial_state(self.num_envs, device)
         self.episode_start_np = np.ones(self.num_envs, dtype=bool)
-        self.pending_reset = np.zeros(self.num_envs, dtype=bool)  # next step is a dummy
         self.ep_return = np.zeros(self.num_envs, dtype=np.float64)
         self.ep_length = np.zeros(self.num_envs, dtype=np.int64)
         pin = device.type == "cuda"
@@ -82,7 +82,6 @@ class RolloutCollector:
         self.obs_np, self.mask_np = self.adapter.batch(obs)
         self.teacher_np = self.adapter.teacher(obs)
         self.episode_start_np[:] = True
-        self.pending_reset[:] = False
         self.ep_return[:] = 0.0
         self.ep_length[:] = 0
 
@@ -99,7 +98,6 @@ class RolloutCollector:
     def collect(self, buffer: RolloutBuffer) -> EpisodeStats:
         """Run ``buffer.steps`` vector steps into ``buffer`` and compute its last value."""
         stats = EpisodeStats()
-        same_step = self.mode == AutoresetMode.SAME_STEP
         for t in range(buffer.steps):
             start = self._upload(buffer.obs[t], buffer.action_mask[t])
             buffer.episode_start[t] = start
@@ -115,26 +113,19 @@ class RolloutCollector:
             actions_np = actions.cpu().numpy()
 
             obs, rewards, terminated, truncated, info = self.envs.step(actions_np)
-            valid = ~self.pending_reset
-            done = (terminated | truncated) & valid
+            done = terminated | truncated
             buffer.rewards[t] = rewards
             buffer.terminated[t], buffer.truncated[t] = terminated, truncated
-            buffer.valid[t] = valid
+            buffer.valid[t] = True
             buffer.has_final_value[t] = False
-            if same_step and (truncated & ~terminated).any():
+            if (truncated & ~terminated).any():
                 self._bootstrap_truncated(buffer, t, truncated & ~terminated, info, new_hidden)
-            self._track_episodes(
-                stats, rewards, valid, done, info.get("final_info", {}) if same_step else info
-            )
+            self._track_episodes(stats, rewards, done, info)
 
             self.obs_np, self.mask_np = self.adapter.batch(obs)
             self.teacher_np = self.adapter.teacher(obs)
             self.hidden = new_hidden
-            if same_step:
-                self.episode_start_np = done.copy()
-            else:
-                self.episode_start_np = self.pending_reset.copy()
-                self.pending_reset = done.copy()
+            self.episode_start_np = done.copy()
 
         # Value of the observation after the last step (the state is not advanced).
         start = self._upload(self._obs_last, self._mask_last)
@@ -166,20 +157,15 @@ class RolloutCollector:
         buffer.has_final_value[t, idx] = True
 
     def _track_episodes(
-        self,
-        stats: EpisodeStats,
-        rewards: np.ndarray,
-        valid: np.ndarray,
-        done: np.ndarray,
-        info: dict[str, Any],
+        self, stats: EpisodeStats, rewards: np.ndarray, done: np.ndarray, info: dict[str, Any]
     ) -> None:
-        self.ep_return += np.where(valid, rewards, 0.0)
-        self.ep_length += valid
-        won, has_won = info.get("won"), info.get("_won")
+        self.ep_return += rewards
+        self.ep_length += 1
+        wins = finished_values(info, done, "won")
         for i in np.flatnonzero(done):
             stats.returns.append(float(self.ep_return[i]))
             stats.lengths.append(int(self.ep_length[i]))
-            if won is not None and (has_won is None or has_won[i]):
-                stats.wins.append(bool(won[i]))
+            if i in wins:
+                stats.wins.append(bool(wins[i]))
         self.ep_return[done] = 0.0
         self.ep_length[done] = 0

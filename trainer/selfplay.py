@@ -1,7 +1,7 @@
 """Self-play: a pool of frozen snapshots of the learner, pushed to the env workers.
 
-The opponent ``self`` (alone or in a mix, see :mod:`mapleenv.opponent_mix`) is a
-:class:`mapleenv.policy_opponent.PolicyOpponent` in every env worker that plays one
+The opponent ``self`` (alone or in a mix, see :mod:`mapleenv.opponents.mix`) is a
+:class:`mapleenv.opponents.policy.PolicyOpponent` in every env worker that plays one
 snapshot of the pool per battle, on CPU, with its own recurrent state. The trainer side:
 
 * :func:`make_snapshot` -- the policy's spec and weights as NumPy arrays (what crosses
@@ -15,45 +15,32 @@ snapshot of the pool per battle, on CPU, with its own recurrent state. The train
   ``envs.call("call_opponent", "sync_pool", added, kept_ids)``. Its :meth:`SelfPlay.state_dict`
   goes into the checkpoint, so ``resume`` keeps the pool.
 
-Per-opponent win rates (``win_rate/<name>`` metrics columns, :func:`win_rate_columns`)
-come from :class:`OpponentStats`, a vector-env wrapper that reads ``info["opponent"]``
-and ``info["won"]`` of the finished episodes.
-
-This module imports ``trainer.policy`` lazily: ``trainer.config`` may import
-:class:`SelfPlayConfig` from here.
+Per-opponent win rates come from :class:`trainer.episodes.OpponentStats`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
-from gymnasium.vector import VectorEnv, VectorWrapper
+
+from trainer.config import SelfPlayConfig
+from trainer.episodes import plain
+from trainer.policies import policy_from_snapshot, policy_spec
 
 log = logging.getLogger(__name__)
 
-LOADER = "trainer.selfplay:policy_from_snapshot"
+# Snapshots name the function that rebuilds them (resolved by name in the env workers).
+# ``trainer.selfplay:policy_from_snapshot`` (older snapshots) still resolves: re-exported here.
+LOADER = "trainer.policies:policy_from_snapshot"
 
-
-@dataclass
-class SelfPlayConfig:
-    """Self-play settings (active when ``env.opponent`` is ``self`` or a mix with ``self``)."""
-
-    every: int = 10  # updates (iterations) between snapshot pushes
-    pool_size: int = 5  # most recent snapshots the opponent draws from
-    archive_size: int = 0  # older snapshots kept besides the recent ones
-    archive_every: int = 10  # keep every n-th snapshot in the archive
+__all__ = ["LOADER", "SelfPlay", "SnapshotPool", "make_snapshot", "policy_from_snapshot"]
 
 
 def make_snapshot(policy: torch.nn.Module, encoder: str, snapshot_id: int) -> dict[str, Any]:
     """A picklable snapshot of ``policy`` (NumPy weights on CPU)."""
-    from trainer.policy import policy_spec
-
     return {
         "id": int(snapshot_id),
         "loader": LOADER,
@@ -61,18 +48,6 @@ def make_snapshot(policy: torch.nn.Module, encoder: str, snapshot_id: int) -> di
         "policy": policy_spec(policy),  # type: ignore[arg-type]
         "model": {k: v.detach().cpu().numpy().copy() for k, v in policy.state_dict().items()},
     }
-
-
-def policy_from_snapshot(snapshot: Mapping[str, Any]) -> torch.nn.Module:
-    """Rebuild a snapshot's (or a checkpoint's) policy on CPU, in eval mode."""
-    from trainer.policy import build_policy
-
-    spec = snapshot["policy"]
-    policy = build_policy(spec["obs_dim"], spec["n_actions"], spec["model"])
-    state = {k: torch.as_tensor(np.asarray(v)) if not torch.is_tensor(v) else v
-             for k, v in snapshot["model"].items()}
-    policy.load_state_dict(state)
-    return policy.cpu().eval()
 
 
 class SnapshotPool:
@@ -84,7 +59,10 @@ class SnapshotPool:
         if archive_size < 0 or archive_every < 1:
             raise ValueError("selfplay.archive_size must be >= 0 and archive_every >= 1")
         self.pool_size, self.archive_size, self.archive_every = (
-            pool_size, archive_size, archive_every)
+            pool_size,
+            archive_size,
+            archive_every,
+        )
         self.recent: list[dict[str, Any]] = []
         self.archive: list[dict[str, Any]] = []
         self.next_id = 0
@@ -106,15 +84,15 @@ class SnapshotPool:
             old = self.recent.pop(0)
             if self.archive_size and old["id"] % self.archive_every == 0:
                 self.archive.append(old)
-                del self.archive[:-self.archive_size]
+                del self.archive[: -self.archive_size]
         return snapshot
 
     def state_dict(self) -> dict[str, Any]:
         return {"recent": self.recent, "archive": self.archive, "next_id": self.next_id}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.recent = list(state["recent"])[-self.pool_size:]
-        self.archive = list(state["archive"])[-self.archive_size:] if self.archive_size else []
+        self.recent = list(state["recent"])[-self.pool_size :]
+        self.archive = list(state["archive"])[-self.archive_size :] if self.archive_size else []
         self.next_id = int(state["next_id"])
 
 
@@ -131,10 +109,10 @@ class SelfPlay:
     @classmethod
     def for_env(cls, cfg: SelfPlayConfig, env_cfg: Any, envs: Any) -> SelfPlay | None:
         """A ``SelfPlay`` if ``env_cfg.opponent`` uses ``self``, else ``None``."""
-        from mapleenv.opponent_mix import uses_self_play
+        from mapleenv.opponents.mix import uses_self_play
 
         opponent = getattr(env_cfg, "opponent", None)
-        if opponent is None or not uses_self_play(_plain(opponent)):
+        if opponent is None or not uses_self_play(plain(opponent)):
             return None
         return cls(cfg, envs, str(getattr(env_cfg, "encoder", "simple")))
 
@@ -168,72 +146,3 @@ class SelfPlay:
     def load_state_dict(self, state: Mapping[str, Any] | None) -> None:
         if state:
             self.pool.load_state_dict(state)
-
-
-def _plain(value: Any) -> Any:
-    """A Hydra/OmegaConf node as plain Python (dicts stay mappings)."""
-    try:
-        from omegaconf import OmegaConf
-
-        if OmegaConf.is_config(value):
-            return OmegaConf.to_container(value, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf ships with hydra
-        pass
-    return value
-
-
-def win_rate_columns(opponent: Any) -> list[str]:
-    """``win_rate/<name>`` metrics columns for ``env.opponent`` (a name or a mix; ``None``
-    for envs without opponents: no columns)."""
-    from mapleenv.opponent_mix import opponent_names
-
-    if opponent is None:
-        return []
-    return [f"win_rate/{name}" for name in opponent_names(_plain(opponent))]
-
-
-def opponent_win_rates(columns: Iterable[str], opponents: Sequence[str],
-                       wins: Sequence[bool]) -> dict[str, float]:
-    """Win rate per ``win_rate/<name>`` column over episodes (NaN: none against it)."""
-    totals: dict[str, list[int]] = {}
-    for name, won in zip(opponents, wins, strict=True):
-        counts = totals.setdefault(f"win_rate/{name}", [0, 0])
-        counts[0] += bool(won)
-        counts[1] += 1
-    return {c: (totals[c][0] / totals[c][1] if c in totals else math.nan) for c in columns}
-
-
-class OpponentStats(VectorWrapper):
-    """Records ``(info["opponent"], info["won"])`` of every finished episode.
-
-    Works with both autoreset modes (``final_info`` under SAME_STEP). Episodes without
-    ``won`` (aborted battles) or ``opponent`` are not recorded.
-    """
-
-    def __init__(self, env: VectorEnv, columns: Sequence[str]):
-        super().__init__(env)
-        self.columns = list(columns)
-        self.opponents: list[str] = []
-        self.wins: list[bool] = []
-
-    def step(self, actions: Any) -> tuple[Any, ...]:
-        obs, rewards, terminated, truncated, info = self.env.step(actions)
-        done = np.asarray(terminated) | np.asarray(truncated)
-        if done.any():
-            final = info.get("final_info", info)
-            names, won = final.get("opponent"), final.get("won")
-            if names is not None and won is not None:
-                has = np.asarray(final.get("_opponent", True)) & np.asarray(final.get("_won", True))
-                for i in np.flatnonzero(done & has):
-                    self.opponents.append(str(names[i]))
-                    self.wins.append(bool(won[i]))
-        return obs, rewards, terminated, truncated, info
-
-    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        return self.env.call(name, *args, **kwargs)
-
-    def pop_win_rates(self) -> dict[str, float]:
-        """Win rate per column since the last call (NaN: no episode against it)."""
-        rates = opponent_win_rates(self.columns, self.opponents, self.wins)
-        self.opponents, self.wins = [], []
-        return rates

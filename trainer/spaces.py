@@ -26,9 +26,11 @@ class ObsAdapter:
         obs_space = observation_space
         if isinstance(observation_space, spaces.Dict):
             keys = set(observation_space.spaces)
-            if not {"observation", "action_mask"} <= keys <= {
-                "observation", "action_mask", "teacher_action"
-            }:
+            if (
+                not {"observation", "action_mask"}
+                <= keys
+                <= {"observation", "action_mask", "teacher_action"}
+            ):
                 raise ValueError(
                     "a Dict observation space must have the keys 'observation' and "
                     f"'action_mask' (and optionally 'teacher_action'), got {sorted(keys)}"

@@ -33,12 +33,13 @@ from trainer.checkpoint import (
 from trainer.config import ConfigError, TrainConfig, to_train_config
 from trainer.device import resolve_device
 from trainer.envs import make_envs, terminate_envs
-from trainer.evaluate import PeriodicEvaluator
+from trainer.episodes import OpponentStats, win_rate_columns
+from trainer.evaluation import PeriodicEvaluator
 from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
-from trainer.policy import build_policy, policy_spec
+from trainer.policies import build_policy, policy_spec
 from trainer.ppo import ppo_update
 from trainer.rollout import EpisodeStats, RolloutCollector
-from trainer.selfplay import OpponentStats, SelfPlay, win_rate_columns
+from trainer.selfplay import SelfPlay
 from trainer.spaces import ObsAdapter
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class Trainer:
         )
         try:  # from here on, a failure closes the envs (and the servers they started)
             # per-opponent win rates, self-play pushes, periodic evaluation
-            # (trainer.selfplay / trainer.evaluate)
+            # (trainer.episodes / trainer.selfplay / trainer.evaluation)
             opponents = win_rate_columns(getattr(cfg.env, "opponent", None))
             self.envs = OpponentStats(self.envs, opponents)
             self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)

@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mapleenv.features import layout
+from mapleenv.encoders.rich import layout
 from trainer.config import ModelConfig
-from trainer.policy import mask_logits
-from trainer.sequence import Hidden, run_lstm
+from trainer.policies.masking import mask_logits
+from trainer.recurrent import Hidden, run_lstm
 
 N_ACTIONS = 26  # poke-env SinglesEnv: 6 switches, then 5 forms x 4 move slots
 MOVE_FORMS = 5  # plain, mega, z-move, dynamax, tera: action 6 + 4 * form + slot
@@ -209,8 +209,14 @@ class AttentionActorCritic(nn.Module):
         x = self.norm(x)
         own, opp = x[:, :TEAM], x[:, TEAM : 2 * TEAM]
         moves, context = x[:, 2 * TEAM : 2 * TEAM + SLOTS], x[:, -1]
-        pooled = torch.cat([context, _masked_mean(own, empty[:, :TEAM]),
-                            _masked_mean(opp, empty[:, TEAM : 2 * TEAM])], dim=-1)
+        pooled = torch.cat(
+            [
+                context,
+                _masked_mean(own, empty[:, :TEAM]),
+                _masked_mean(opp, empty[:, TEAM : 2 * TEAM]),
+            ],
+            dim=-1,
+        )
         memory, new_hidden = run_lstm(
             self.lstm, pooled.view(steps, batch, -1), hidden, episode_start
         )
@@ -229,4 +235,3 @@ class AttentionActorCritic(nn.Module):
 def _masked_mean(x: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
     keep = (~empty).to(x.dtype).unsqueeze(-1)
     return (x * keep).sum(-2) / keep.sum(-2).clamp(min=1.0)
-

@@ -1,0 +1,129 @@
+"""Shared simulator hosts: a few listening Node hosts serving the battles of many envs.
+
+One host per env worker works, but every host is a separate V8 with its own JIT, heap
+and caches, cold each time the OS switches to it. K hosts (one per core) serving all
+workers' battles over Unix sockets cost less Node CPU per step and a third of the memory
+(docs/benchmarks.md). :class:`SimHostPool` runs them in the parent; workers find theirs
+with :func:`claim_host` (round robin through a locked counter file), which
+:class:`~mapleenv.backends.direct.backend.DirectBackend` does when given ``host_pool=pool.spec``.
+``mapleenv.make_vector_env(backend="direct")`` wires it up.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from mapleenv.backends.direct.host import SimHost
+from mapleenv.showdown.process import Watchdog, forget_at_exit, stop_at_exit
+
+logger = logging.getLogger(__name__)
+
+
+class SimHostPool:
+    """``size`` listening :class:`SimHost` processes (default: one per core)."""
+
+    def __init__(self, size: int | None = None, showdown_dir: str | os.PathLike | None = None):
+        self.size = size or os.cpu_count() or 1
+        if self.size < 1:
+            raise ValueError(f"a host pool needs at least one host, got {size}")
+        self.showdown_dir = showdown_dir
+        self.directory: Path | None = None
+        self.hosts: list[SimHost | None] = []
+        self.restarts = 0
+        self._lock = threading.RLock()
+        self._watchdog: Watchdog | None = None
+
+    def _socket(self, i: int) -> Path:
+        assert self.directory is not None
+        return self.directory / f"host-{i}.sock"
+
+    def _launch(self, i: int) -> SimHost:
+        host = SimHost(self.showdown_dir, listen=self._socket(i))
+        (self.directory / f"host-{i}.pid").write_text(str(host.pid))
+        return host
+
+    def start(self) -> SimHostPool:
+        """Start the hosts (each is listening when this returns)."""
+        with self._lock:
+            if self.directory is None:
+                self.directory = Path(tempfile.mkdtemp(prefix="maple-sim-"))
+                (self.directory / "next").write_text("0")
+                stop_at_exit(self)
+            try:
+                while len(self.hosts) < self.size:
+                    self.hosts.append(self._launch(len(self.hosts)))
+            except BaseException:
+                self.stop()
+                raise
+        return self
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """Picklable description for workers (``DirectBackend(host_pool=spec)``)."""
+        if self.directory is None:
+            raise RuntimeError("start() the pool first")
+        return {"dir": str(self.directory), "size": self.size}
+
+    def ensure_running(self) -> int:
+        """Restart dead hosts on their socket; returns how many were restarted."""
+        restarted = 0
+        with self._lock:
+            for i, host in enumerate(self.hosts):
+                if host is not None and not host.alive():
+                    logger.warning("simulator host %d (pid %d) died; restarting", i, host.pid)
+                    host.close()
+                    self.hosts[i] = self._launch(i)
+                    restarted += 1
+            self.restarts += restarted
+        return restarted
+
+    def start_watchdog(self, interval: float = 1.0) -> None:
+        """Check the hosts every ``interval`` s in a daemon thread (restart dead ones)."""
+        if self._watchdog is None:
+            self._watchdog = Watchdog(self.ensure_running, "maple-sim-watchdog", interval)
+            self._watchdog.start()
+
+    def stop(self) -> None:
+        """Stop every host and remove the pool directory; idempotent."""
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.stop()
+        with self._lock:
+            for host in self.hosts:
+                if host is not None:
+                    host.close()
+            self.hosts = []
+            if self.directory is not None:
+                shutil.rmtree(self.directory, ignore_errors=True)
+                self.directory = None
+            forget_at_exit(self)
+
+    def __enter__(self) -> SimHostPool:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def claim_host(spec: dict[str, Any]) -> tuple[str, int | None]:
+    """Socket path and pid of the next host of a pool, round robin across processes."""
+    directory = Path(spec["dir"])
+    with open(directory / "next", "r+") as counter:
+        fcntl.flock(counter, fcntl.LOCK_EX)
+        index = int(counter.read() or 0)
+        counter.seek(0)
+        counter.write(str(index + 1))
+        counter.truncate()
+    i = index % int(spec["size"])
+    try:
+        pid: int | None = int((directory / f"host-{i}.pid").read_text())
+    except (OSError, ValueError):
+        pid = None
+    return str(directory / f"host-{i}.sock"), pid

@@ -1,0 +1,91 @@
+"""Battle encoders: poke-env ``Battle`` -> fixed-size float32 vector.
+
+An encoder has ``size``, ``low``/``high`` bounds (arrays of ``size``) and
+``encode(battle)``. Encoders are chosen by name from :data:`ENCODERS`; other modules
+add theirs with :func:`register_encoder` (``mapleenv.encoders.rich`` is imported on demand
+when a name is unknown, so its encoders need no import by the caller), and
+``"package.module:factory"`` names a factory directly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from gymnasium import spaces
+from poke_env.battle.abstract_battle import AbstractBattle
+
+from mapleenv.encoders.simple import SimpleEncoder
+
+logger = logging.getLogger(__name__)
+
+# Modules imported (once) when an unknown encoder name is asked for.
+PLUGIN_MODULES: tuple[str, ...] = ("mapleenv.encoders.rich",)
+
+
+@runtime_checkable
+class BattleEncoder(Protocol):
+    """Turns a battle (seen from one side) into a float32 vector of ``size``."""
+
+    size: int
+    low: np.ndarray
+    high: np.ndarray
+
+    def encode(self, battle: AbstractBattle) -> np.ndarray: ...
+
+
+def observation_box(encoder: BattleEncoder) -> spaces.Box:
+    """The Gymnasium ``Box`` of an encoder's vectors."""
+    return spaces.Box(
+        low=np.asarray(encoder.low, dtype=np.float32),
+        high=np.asarray(encoder.high, dtype=np.float32),
+        shape=(encoder.size,),
+        dtype=np.float32,
+    )
+
+
+EncoderFactory = Callable[[], BattleEncoder]
+ENCODERS: dict[str, EncoderFactory] = {"simple": SimpleEncoder}
+_plugins_loaded = False
+
+
+def register_encoder(name: str, factory: EncoderFactory) -> None:
+    """Make ``factory`` available as ``encoder=name`` (replaces an existing name)."""
+    ENCODERS[name] = factory
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for module in PLUGIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise
+            logger.debug("encoder plugin module %s not available", module)
+
+
+def make_encoder(encoder: str | BattleEncoder) -> BattleEncoder:
+    """An encoder from a registered name, ``"module:factory"``, or an instance."""
+    if not isinstance(encoder, str):
+        if not isinstance(encoder, BattleEncoder):
+            raise TypeError(f"not a BattleEncoder: {encoder!r}")
+        return encoder
+    if encoder not in ENCODERS and ":" not in encoder:
+        _load_plugins()
+    if encoder in ENCODERS:
+        return ENCODERS[encoder]()
+    if ":" in encoder:
+        module, _, attr = encoder.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+        return factory()
+    raise ValueError(
+        f"unknown encoder {encoder!r}; valid: {', '.join(sorted(ENCODERS))} "
+        "(or 'package.module:factory')"
+    )

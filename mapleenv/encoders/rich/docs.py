@@ -1,0 +1,141 @@
+"""Render ``docs/observation.md`` from the layout (``python -m mapleenv.encoders.rich.docs``).
+
+``--check`` exits 1 if the file differs from what the code would write (the test suite
+checks the same), so the documented features always match the encoder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mapleenv.encoders.rich import layout, vocab
+
+DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
+
+INTRO = """\
+# Observation: the rich battle encoder
+
+`encoder="rich"` (`mapleenv.encoders.rich.RichEncoder`) turns a singles battle, seen from our
+side, into one float32 vector of **{size}** features: what a good player looks at, with
+every feature inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN
+or inf. This page is generated from `mapleenv/encoders/rich/layout.py`
+(`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
+
+Slots follow poke-env's `SinglesEnv` action numbering: own team slot *i* is switch action
+*i* (`battle.team` order) and move slot *k* is action 6+*k* (22+*k* with Tera), the first
+four known moves of the active Pokémon (or the request's own moves, e.g. Struggle).
+
+## Blocks
+
+| block | size | offset | content |
+|---|---|---|---|
+"""
+
+NOTES = """\
+## How the estimates are made
+
+* **Damage** (`moves[k].damage`, `threat.damage`): `poke_env.calc.calculate_damage`,
+  the mean of its lowest and highest roll divided by the target's current HP, clipped to
+  1; `ko` says whether the highest roll reaches that HP. Opponents' stats are unknown to
+  the client, so they are estimated as random battles build them: 85 EVs and 31 IVs in
+  every stat, a neutral nature, the level Showdown shows. They are set on the Pokémon
+  only while the calculator runs. Crits, accuracy and multi-hit variance are left to the
+  other features (accuracy, type, category).
+* **Caching**: the calculator costs ~0.2 ms a call, so results are cached under a key of
+  everything it reads for the two actives (species, stats, types/Tera, item, ability,
+  status, relevant volatile effects, weather, terrains, screens, HP thresholds of
+  HP-sensitive abilities); boosts are factored out (the calculator runs unboosted and the
+  result is scaled by the attacking/defending stat multipliers, honouring Unaware, Body
+  Press, Foul Play, Psyshock-like and boost-ignoring moves). Moves whose power depends on
+  HP or boosts keep those in their key. A new matchup costs one calculator call per
+  damaging move plus the threat's candidates; a repeated one costs dictionary look-ups.
+* **Threat**: the opponent's active's damaging moves: those revealed, plus (while fewer
+  than four are revealed) the movepool of its random-battle sets from the pinned
+  `pokemon-showdown` package (`data/random-battles/gen*/sets.json`), else one stand-in
+  move per STAB type. Candidates are ranked by a cheap score (base power x STAB x type
+  multiplier x its estimated attacking stat / our defending stat); the first goes
+  through the calculator, the next ones (up to `threat_calcs`, default 3) only while
+  their score is within 75% of the first's or nothing so far did damage (e.g. an
+  ability immunity). The most damaging one is reported.
+* **Matchups** (`offense`/`defense` of every slot) use the type chart only (cheap), for
+  switching decisions; the calculator covers the two actives.
+* **Speed**: Speed stat (estimated for the opponent) x boost x paralysis x Choice Scarf
+  (when known) x Tailwind; abilities and items other than the Scarf are ignored.
+* **Items and abilities** are not embeddable in a fixed Box, so a known one is a one-hot
+  over a few high-impact groups plus "other"; unknown ones are all 0 with `*_known` = 0.
+
+### Item groups
+
+{items}
+
+### Ability groups
+
+{abilities}
+"""
+
+
+def _groups(groups: dict[str, frozenset[str]], extra: dict[str, str]) -> str:
+    lines = ["| group | ids |", "|---|---|"]
+    for name, ids in groups.items():
+        lines.append(f"| {name} | {extra.get(name) or ', '.join(sorted(ids))} |")
+    lines.append("| other | any other known id |")
+    return "\n".join(lines)
+
+
+def render() -> str:
+    """The full text of ``docs/observation.md``."""
+    parts = [INTRO.format(size=layout.SIZE)]
+    for block in layout.LAYOUT:
+        size = f"{block.repeat} x {block.width}" if block.repeat > 1 else str(block.width)
+        parts.append(
+            f"| `{block.name}` | {size} | {layout.OFFSETS[block.name]} | {block.description} |\n"
+        )
+    parts.append(f"| **total** | **{layout.SIZE}** | | |\n")
+    seen: set[int] = set()
+    for block in layout.LAYOUT:
+        if id(block.features) in seen:
+            continue
+        seen.add(id(block.features))
+        users = [b.name for b in layout.LAYOUT if b.features is block.features]
+        parts.append(
+            f"\n## {' / '.join(f'`{u}`' for u in users)} (width {block.width})\n\n"
+            "| feature | size | range | scaling |\n|---|---|---|---|\n"
+        )
+        for f in block.features:
+            parts.append(f"| `{f.name}` | {f.size} | [{f.low:g}, {f.high:g}] | {f.scaling} |\n")
+    parts.append(
+        "\n"
+        + NOTES.format(
+            items=_groups(vocab.ITEM_GROUPS, {"berry": "any id ending in `berry`"}),
+            abilities=_groups(vocab.ABILITY_GROUPS, {}),
+        )
+    )
+    return "".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write (or with ``--check``, verify) ``docs/observation.md``."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--check", action="store_true", help="fail if the file is stale")
+    parser.add_argument("--path", type=Path, default=DOC_PATH)
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = args.path.read_text() if args.path.exists() else ""
+        if current != text:
+            print(
+                f"{args.path} is stale; run `python -m mapleenv.encoders.rich.docs`",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    args.path.parent.mkdir(parents=True, exist_ok=True)
+    args.path.write_text(text)
+    print(f"wrote {args.path} ({layout.SIZE} features)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Cached pieces of the rich encoding: static move data, per-Pokémon profiles, effective
+speed and Tera types from the request (used by ``RichEncoder``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+from poke_env.battle import AbstractBattle, Pokemon, PokemonType, SideCondition
+from poke_env.battle import Status as St
+from poke_env.data import GenData
+
+from mapleenv.encoders.rich import dex, layout, vocab
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_ITEM = GenData.UNKNOWN_ITEM
+_BOOST_MULT = {i: (2 + i) / 2 if i >= 0 else 2 / (2 - i) for i in range(-6, 7)}
+_P = layout.Block("pokemon", 1, layout.POKEMON, "").offsets
+_M = layout.Block("move", 1, layout.MOVE, "").offsets
+_WIDTH = {b.name: b.width for b in layout.LAYOUT}
+_MOVE_STATIC = _M["base_power"]  # moves block: static per move id from here on
+_PROFILE = _P["level"]  # pokemon block: cached per-Pokémon profile from here on
+
+
+_EMPTY_STATIC = (np.zeros(_WIDTH["moves"] - _MOVE_STATIC, np.float32), None, False)
+_static_cache: dict[tuple[int, str], tuple[np.ndarray, PokemonType | None, bool]] = {}
+
+
+def move_static(gen: int, move_id: str) -> tuple[np.ndarray, PokemonType | None, bool]:
+    """:func:`dex.move_static`, with unknown ids (e.g. ``recharge``) as an empty move."""
+    key = (gen, move_id)
+    found = _static_cache.get(key)
+    if found is None:
+        try:
+            found = dex.move_static(gen, move_id)
+        except Exception:  # noqa: BLE001 - ids missing from poke-env's move data
+            logger.debug("no move data for %r; encoded as an empty move", move_id)
+            found = _EMPTY_STATIC
+        _static_cache[key] = found
+    return found
+
+
+def request_tera_types(battle: AbstractBattle) -> dict[str, PokemonType]:
+    """Our Pokémon's Tera types by name, from the last request (poke-env only learns a
+    Tera type when the Pokémon terastallizes)."""
+    request = battle.last_request
+    side = request.get("side") if request else None
+    if not side:
+        return {}
+    out = {}
+    for entry in side.get("pokemon", ()):
+        name = entry.get("teraType")
+        tera = _TERA_BY_NAME.get(name.lower()) if name else None
+        if tera is not None:
+            out[entry["ident"][4:]] = tera
+    return out
+
+
+_TERA_BY_NAME = {t.name.lower(): t for t in vocab.TERA_TYPES}
+_TYPE_BY_CODE = {t._value_: t for t in PokemonType}
+_TERA_BY_CODE = {t._value_: t for t in vocab.TERA_TYPES}
+_STATUS_BY_CODE = {s._value_: s for s in St}
+VOLATILE_CODES = tuple(
+    frozenset(e._value_ for e in group) for group in vocab.VOLATILE_EFFECTS.values()
+)
+
+
+def effective_speed(mon: Pokemon, stat: int | None, side: dict[SideCondition, int]) -> float:
+    if not stat:
+        return 0.0
+    speed = stat * _BOOST_MULT[max(-6, min(6, mon.boosts.get("spe", 0)))]
+    if mon.status is St.PAR:
+        speed *= 0.5
+    if mon.item == "choicescarf":
+        speed *= 1.5
+    if SideCondition.TAILWIND in side:
+        speed *= 2.0
+    return speed
+
+
+def pokemon_profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType, ...]]:
+    """A Pokémon's cached block tail (``level`` onwards) and the types it attacks with."""
+    (
+        gen,
+        _,
+        level,
+        type_codes,
+        tera_code,
+        terastallized,
+        base_stats,
+        status_code,
+        counter,
+        item,
+        ability,
+        moves,
+        opponent,
+    ) = key
+    types = tuple(_TYPE_BY_CODE[c] for c in type_codes)
+    tera = _TERA_BY_CODE.get(tera_code)
+    status = _STATUS_BY_CODE.get(status_code)
+    v = np.zeros(_WIDTH["own_team"] - _PROFILE, np.float32)
+
+    def at(name: str) -> int:
+        return _P[name] - _PROFILE
+
+    v[at("level")] = min(level, 100) / 100.0
+    for t in types:
+        k = vocab.TYPE_INDEX.get(t)
+        if k is not None:
+            v[at("types") + k] = 1.0
+    if tera in vocab.TERA_INDEX:
+        v[at("tera_type") + vocab.TERA_INDEX[tera]] = 1.0
+        v[at("tera_known")] = 1.0
+    v[at("terastallized")] = terastallized
+    k = at("base_stats")
+    v[k : k + 6] = np.minimum(np.asarray(base_stats, np.float32) / 255.0, 1.0)
+    if status is not None and status is not St.FNT:
+        v[at("status") + vocab.STATUS_INDEX[status]] = 1.0
+        v[at("status_turns")] = min(counter, 8) / 8.0
+    if item != UNKNOWN_ITEM:
+        v[at("item_known")] = 1.0
+        if not item:
+            v[at("item_none")] = 1.0
+        else:
+            k = vocab.ITEM_INDEX.get(item)
+            if k is None:
+                k = vocab.BERRY_INDEX if item.endswith("berry") else vocab.OTHER_ITEM
+            v[at("item_flags") + k] = 1.0
+    if ability:
+        v[at("ability_known")] = 1.0
+        v[at("ability_flags") + vocab.ABILITY_INDEX.get(ability, vocab.OTHER_ABILITY)] = 1.0
+    attack = [
+        t
+        for move_id in moves[:4]
+        for _, t, damaging in [move_static(gen, move_id)]
+        if damaging and t is not None
+    ]
+    if opponent and not moves:
+        attack = list(types)
+    return v, tuple(dict.fromkeys(attack))

@@ -1,0 +1,299 @@
+"""Frozen Maple policies as opponents: ``policy:<checkpoint>`` and self-play's ``self``.
+
+:class:`PolicyOpponent` is a non-listening poke-env ``Player`` (like the baselines of
+:mod:`mapleenv.opponents`) that plays a frozen policy network **on CPU inside the env
+worker**. It encodes its own view of the battle with the encoder the policy was trained
+with, masks illegal actions exactly as the env does (:mod:`mapleenv.actions`), and keeps
+its own recurrent state ``[layers, 1, hidden]`` per battle, zeroed at the battle's first
+decision. It samples its actions from the policy (as in training) or plays greedily
+(argmax).
+
+Networks are rebuilt from a *snapshot*: a mapping with
+
+* ``policy`` -- the spec the loader needs (Maple: ``obs_dim``, ``n_actions``, ``model``);
+* ``model`` -- the state dict (torch tensors or NumPy arrays);
+* ``loader`` (optional) -- ``"module:function"``, called as ``loader(snapshot)`` and
+  returning a module with the stateless policy signature ``forward(obs, action_mask,
+  hidden, episode_start) -> (logits, value, new_hidden)`` and ``initial_state(batch)``.
+  Default :data:`DEFAULT_LOADER` (Maple's trainer). ``mapleenv`` imports no trainer
+  code itself: the loader is resolved by name with :mod:`importlib`, in the worker;
+* ``encoder`` (optional) -- the encoder name; else ``config.env.encoder``; else
+  ``"simple"``;
+* ``id`` (optional) -- an integer naming the snapshot in a self-play pool.
+
+A Maple checkpoint file (``trainer.checkpoint``) is such a mapping. Names (registered
+with :func:`mapleenv.opponents.register_opponent`):
+
+* ``policy:<checkpoint>`` -- the checkpoint's policy, sampling its actions;
+* ``policy_greedy:<checkpoint>`` -- the same, playing the argmax;
+* ``self`` -- self-play: a pool of snapshots pushed by the trainer through
+  ``envs.call("call_opponent", "sync_pool", ...)`` (:meth:`PolicyOpponent.sync_pool`);
+  one snapshot is drawn per battle (uniformly, seeded) and sampled from. With an
+  empty pool it plays random legal moves.
+
+Factories call ``torch.set_num_threads(1)``: workers share the CPU with the simulator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from poke_env.battle.abstract_battle import AbstractBattle
+from poke_env.player.battle_order import BattleOrder
+from poke_env.player.player import Player
+from poke_env.ps_client import AccountConfiguration
+
+from mapleenv.actions import legal_actions, mask_from_legal
+from mapleenv.encoders import BattleEncoder, make_encoder
+from mapleenv.opponents import register_opponent, unique_username
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LOADER = "trainer.policies:policy_from_snapshot"
+_MAX_TRACKED_BATTLES = 16
+
+
+def resolve_loader(name: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The function named ``"package.module:function"``."""
+    module, sep, attr = name.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"policy loader must be 'module:function', got {name!r}")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot import policy loader {name!r}: {exc}") from exc
+
+
+def read_snapshot(path: str | Path) -> dict[str, Any]:
+    """Load a checkpoint file as a snapshot (on CPU); clear errors for a bad path/file."""
+    import torch
+
+    path = Path(path).expanduser()
+    if path.is_dir():  # a run dir: its last checkpoint
+        path = path / "checkpoints" / "last.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"policy checkpoint not found: {path}")
+    # Maple checkpoints hold RNG states (NumPy objects): the full unpickler is needed.
+    snapshot = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(snapshot, Mapping) or "model" not in snapshot or "policy" not in snapshot:
+        raise ValueError(f"{path} is not a Maple policy checkpoint (needs 'policy' and 'model')")
+    return dict(snapshot)
+
+
+def snapshot_encoder(snapshot: Mapping[str, Any]) -> str:
+    """The encoder name a snapshot's policy was trained with."""
+    if snapshot.get("encoder"):
+        return str(snapshot["encoder"])
+    env = (snapshot.get("config") or {}).get("env") or {}
+    return str(env.get("encoder") or "simple")
+
+
+@dataclass
+class FrozenPolicy:
+    """A policy network in eval mode on CPU, with its encoder name and pool id."""
+
+    network: Any
+    encoder: str
+    n_actions: int
+    obs_dim: int
+    id: int = 0
+    checksum: float = field(default=0.0)
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> FrozenPolicy:
+        import torch
+
+        loader = resolve_loader(str(snapshot.get("loader") or DEFAULT_LOADER))
+        network = loader(snapshot).to("cpu").eval()
+        spec = snapshot["policy"]
+        with torch.no_grad():
+            checksum = float(sum(p.double().abs().sum() for p in network.parameters()))
+        return cls(
+            network,
+            snapshot_encoder(snapshot),
+            int(spec["n_actions"]),
+            int(spec["obs_dim"]),
+            int(snapshot.get("id", 0)),
+            checksum,
+        )
+
+
+class PolicyOpponent(Player):
+    """Plays frozen policies drawn per battle from a pool (see module docs).
+
+    Args:
+        policies: the initial pool (may be empty for self-play).
+        sample: sample actions from the policy (``False``: argmax).
+        seed: seeds the per-battle pool draw and action sampling.
+        name: the opponent's name (``info["opponent"]`` for a single opponent).
+        player_kwargs: poke-env ``Player`` arguments (``battle_format``...).
+    """
+
+    def __init__(
+        self,
+        policies: Iterable[FrozenPolicy] = (),
+        *,
+        sample: bool = True,
+        seed: int | None = None,
+        name: str = "policy",
+        **player_kwargs: Any,
+    ):
+        import torch
+
+        player_kwargs.setdefault(
+            "account_configuration", AccountConfiguration(unique_username("p"), None)
+        )
+        player_kwargs.setdefault("log_level", logging.WARNING)
+        super().__init__(start_listening=False, **player_kwargs)
+        self.name = name
+        self.sample = sample
+        self.pool: list[FrozenPolicy] = list(policies)
+        self._rng = np.random.default_rng(seed)
+        self._generator = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
+        self._encoders: dict[str, BattleEncoder] = {}
+        # battle_tag -> (policy, recurrent state) of the battles being played
+        self._states: OrderedDict[str, tuple[FrozenPolicy | None, Any]] = OrderedDict()
+        self._warned_empty = False
+        self.decisions = 0  # decisions made by a policy network (not random fallbacks)
+
+    # -- pool management (called through ``envs.call("call_opponent", ...)``)
+    def sync_pool(
+        self, add: Sequence[Mapping[str, Any]] = (), keep: Sequence[int] | None = None
+    ) -> list[int]:
+        """Add ``add`` snapshots, then keep only the ids in ``keep`` (``None``: all).
+
+        Returns the pool's ids. Battles in progress keep the policy they started with.
+        """
+        for snapshot in add:
+            self.pool.append(FrozenPolicy.from_snapshot(snapshot))
+        if keep is not None:
+            wanted = set(keep)
+            self.pool = [p for p in self.pool if p.id in wanted]
+        return self.pool_ids()
+
+    def pool_ids(self) -> list[int]:
+        return [p.id for p in self.pool]
+
+    def pool_stats(self) -> dict[str, Any]:
+        """Pool ids, per-id parameter checksums (sum of absolute values: to verify
+        pushed weights) and the number of decisions the networks made."""
+        return {
+            "ids": self.pool_ids(),
+            "checksums": {p.id: p.checksum for p in self.pool},
+            "decisions": self.decisions,
+        }
+
+    def battle_state(self, battle_tag: str) -> Any:
+        """The recurrent state kept for ``battle_tag`` (``None`` if not playing it)."""
+        entry = self._states.get(battle_tag)
+        return None if entry is None else entry[1]
+
+    # -- playing
+    def _encoder(self, name: str) -> BattleEncoder:
+        if name not in self._encoders:
+            self._encoders[name] = make_encoder(name)
+        return self._encoders[name]
+
+    def _start_battle(self, tag: str) -> tuple[FrozenPolicy | None, Any]:
+        policy = self.pool[int(self._rng.integers(len(self.pool)))] if self.pool else None
+        state = policy.network.initial_state(1) if policy is not None else ()
+        self._states[tag] = (policy, state)
+        while len(self._states) > _MAX_TRACKED_BATTLES:
+            self._states.popitem(last=False)
+        return policy, state
+
+    def choose_move(self, battle: AbstractBattle) -> BattleOrder:
+        import torch
+
+        tag = battle.battle_tag
+        start = tag not in self._states
+        policy, state = self._start_battle(tag) if start else self._states[tag]
+        legal = legal_actions(battle)  # type: ignore[arg-type]
+        if policy is None or not legal:
+            if policy is None and not self._warned_empty:
+                logger.warning("%s: no policy in the pool yet; playing random moves", self.name)
+                self._warned_empty = True
+            return self.choose_random_move(battle)
+        encoder = self._encoder(policy.encoder)
+        obs = np.asarray(encoder.encode(battle), dtype=np.float32)
+        if obs.shape != (policy.obs_dim,):
+            raise ValueError(
+                f"{self.name}: encoder {policy.encoder!r} gives {obs.shape[0]} "
+                f"features, the policy expects {policy.obs_dim}"
+            )
+        np.clip(obs, encoder.low, encoder.high, out=obs)
+        mask = mask_from_legal(legal, policy.n_actions)
+        with torch.no_grad():
+            logits, _, state = policy.network(
+                torch.from_numpy(obs)[None],
+                torch.from_numpy(mask).bool()[None],
+                state,
+                torch.tensor([1.0 if start else 0.0]),
+            )
+            if self.sample:
+                probs = torch.softmax(logits[0].float(), dim=-1)
+                action = int(torch.multinomial(probs, 1, generator=self._generator))
+            else:
+                action = int(torch.argmax(logits[0]))
+        self._states[tag] = (policy, state)
+        self._states.move_to_end(tag)
+        self.decisions += 1
+        order = legal.get(action)
+        if order is None:  # cannot happen with a masked policy; stay legal anyway
+            logger.warning("%s chose illegal action %d; playing a random move", self.name, action)
+            return self.choose_random_move(battle)
+        return order
+
+    def reset_battles(self) -> None:
+        super().reset_battles()
+        self._states.clear()
+
+
+def _set_worker_threads() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _policy_factory(sample: bool) -> Callable[..., PolicyOpponent]:
+    def factory(
+        argument: str, *, battle_format: str, seed: int | None = None, **kwargs: Any
+    ) -> PolicyOpponent:
+        if not argument:
+            raise ValueError("policy opponents need a checkpoint: 'policy:<path>'")
+        _set_worker_threads()
+        policy = FrozenPolicy.from_snapshot(read_snapshot(argument))
+        prefix = "policy" if sample else "policy_greedy"
+        return PolicyOpponent(
+            [policy],
+            sample=sample,
+            seed=seed,
+            name=f"{prefix}:{argument}",
+            battle_format=battle_format,
+            **kwargs,
+        )
+
+    return factory
+
+
+def _self_factory(
+    argument: str, *, battle_format: str, seed: int | None = None, **kwargs: Any
+) -> PolicyOpponent:
+    if argument:
+        raise ValueError(f"'self' takes no argument, got 'self:{argument}'")
+    _set_worker_threads()
+    return PolicyOpponent(
+        sample=True, seed=seed, name="self", battle_format=battle_format, **kwargs
+    )
+
+
+register_opponent("policy", _policy_factory(sample=True))
+register_opponent("policy_greedy", _policy_factory(sample=False))
+register_opponent("self", _self_factory)

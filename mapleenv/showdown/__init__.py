@@ -1,0 +1,37 @@
+"""Real ``pokemon-showdown`` processes: finding the npm package, server configs, the child
+process supervisor, and managed servers (:class:`ShowdownServer`, :class:`ServerPool`)."""
+
+from mapleenv.showdown.config import DEFAULT_CONFIG, prepare_server_dir, render_config
+from mapleenv.showdown.package import (
+    HOST,
+    SETUP_HINT,
+    NodeNotFoundError,
+    ServerStartError,
+    ShowdownError,
+    ShowdownNotInstalledError,
+    external_server,
+    find_node,
+    find_showdown,
+    free_port,
+    port_is_open,
+)
+from mapleenv.showdown.server import ServerPool, ShowdownServer
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "HOST",
+    "SETUP_HINT",
+    "NodeNotFoundError",
+    "ServerPool",
+    "ServerStartError",
+    "ShowdownError",
+    "ShowdownNotInstalledError",
+    "ShowdownServer",
+    "external_server",
+    "find_node",
+    "find_showdown",
+    "free_port",
+    "port_is_open",
+    "prepare_server_dir",
+    "render_config",
+]

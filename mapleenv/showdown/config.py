@@ -1,0 +1,119 @@
+"""The ``config/config.js`` and server directory Maple writes for each Showdown server.
+
+The package resolves ``config/config.js``, ``logs/`` and friends relative to its own
+root (``dist/lib/fs.js`` derives ``ROOT_PATH`` from ``__dirname``), not the CWD. To
+give every server its own config and logs without touching ``node_modules``, each
+server gets a *server directory*: symlinks to the package's read-only parts
+(``dist``, ``data``, ``server``, ...) plus a real ``config/`` and ``logs/``. Node runs
+with ``--preserve-symlinks --preserve-symlinks-main`` so that ``__dirname`` (and hence
+the package root) is the server directory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mapleenv.showdown.package import HOST, find_showdown
+
+# Package entries linked into every server directory (read-only parts of the package).
+LINKED_ENTRIES = (
+    "dist",
+    "data",
+    "server",
+    "translations",
+    "databases",
+    "package.json",
+    "pokemon-showdown",
+)
+
+# Config overrides on top of the package's config-example.js. Everything that
+# throttles, punishes, locks down, logs or phones home is switched off.
+DEFAULT_CONFIG: dict[str, Any] = {
+    "bindaddress": HOST,
+    "subprocesses": 0,  # battles simulated in the server process (see module docs)
+    "nothrottle": True,
+    "noipchecks": True,
+    "noguestsecurity": True,
+    "punishmentautolock": False,
+    "autolockdown": False,
+    "crashguard": True,
+    "logchat": False,
+    "logchallenges": False,
+    "loguserstats": 0,
+    "reportjoins": False,
+    "reportbattles": False,
+    "reportbattlejoins": False,
+    "repl": False,
+    "watchconfig": False,
+    "backdoor": False,
+    "nofswriting": True,
+    "noNetRequests": True,
+    "forcetimer": False,
+    "serverid": "maple",
+}
+
+
+def render_config(
+    port: int, overrides: dict[str, Any] | None = None, package: Path | None = None
+) -> str:
+    """Text of the ``config/config.js`` Maple writes (config-example + overrides)."""
+    package = package or find_showdown()
+    values = {**DEFAULT_CONFIG, **(overrides or {}), "port": port}
+    example = json.dumps(str(package / "config" / "config-example.js"))
+    lines = [
+        "'use strict';",
+        "// Written by Maple (mapleenv/showdown): config-example.js plus Maple's overrides.",
+        f"Object.assign(exports, require({example}));",
+    ]
+    lines += [f"exports.{key} = {json.dumps(value)};" for key, value in values.items()]
+    if "startuphook" not in values:
+        lines.append(_FORMAT_LIST_HOOK)
+    return "\n".join(lines) + "\n"
+
+
+# The server builds the |formats| list sent to every client on the first connection,
+# computing each format's rule table (that loads every mod: ~5 s of CPU). Clients
+# like poke-env ignore the list, so Maple builds it at startup from the format names
+# and flags only (the "level 50" display flag is dropped).
+_FORMAT_LIST_HOOK = """\
+exports.startuphook = function () {
+  let text = '|formats' + (Ladders.formatsListPrefix || '');
+  let section = '', shown = '', column = 1;
+  for (const format of Dex.formats.all()) {
+    if (format.section) section = format.section;
+    if (format.column) column = format.column;
+    if (!format.name || !(format.challengeShow || format.searchShow || format.tournamentShow)) {
+      continue;
+    }
+    if (section !== shown) { shown = section; text += `|,${column}|${section}`; }
+    const flags = (format.team ? 1 : 0) | (format.searchShow ? 2 : 0) |
+      (format.challengeShow ? 4 : 0) | (format.tournamentShow ? 8 : 0);
+    text += `|${format.name},${flags.toString(16)}`;
+  }
+  Rooms.global.formatList = text;
+};"""
+
+
+def prepare_server_dir(
+    directory: Path, port: int, package: Path | None = None, overrides: dict[str, Any] | None = None
+) -> Path:
+    """Create (or refresh) a server directory for ``port``; returns it."""
+    package = package or find_showdown()
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in LINKED_ENTRIES:
+        target = package / name
+        link = directory / name
+        if target.exists() and not link.is_symlink():
+            link.symlink_to(target)
+    # Dependencies (sockjs, ...) are hoisted next to the package by npm.
+    modules = package / "node_modules"
+    if not modules.is_dir() and package.parent.name == "node_modules":
+        modules = package.parent
+    if modules.is_dir() and not (directory / "node_modules").is_symlink():
+        (directory / "node_modules").symlink_to(modules)
+    (directory / "config" / "chat-plugins").mkdir(parents=True, exist_ok=True)
+    (directory / "logs" / "repl").mkdir(parents=True, exist_ok=True)
+    (directory / "config" / "config.js").write_text(render_config(port, overrides, package))
+    return directory

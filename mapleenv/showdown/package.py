@@ -1,0 +1,127 @@
+"""Finding Node.js and the pinned ``pokemon-showdown`` npm package; server addresses."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+from poke_env.ps_client.server_configuration import ServerConfiguration
+
+HOST = "127.0.0.1"
+AUTH_URL = "https://play.pokemonshowdown.com/action.php?"
+MIN_NODE_MAJOR = 18
+SETUP_HINT = "run `make setup` (bash scripts/setup.sh)"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class ShowdownError(RuntimeError):
+    """Base class of Maple's Showdown server errors."""
+
+
+class NodeNotFoundError(ShowdownError):
+    """Node.js (18+) is missing or too old."""
+
+
+class ShowdownNotInstalledError(ShowdownError):
+    """The pokemon-showdown npm package cannot be found."""
+
+
+class ServerStartError(ShowdownError):
+    """A Showdown process did not come up (the message carries its log tail)."""
+
+
+# --------------------------------------------------------------------------- lookup
+
+
+def find_node() -> str:
+    """Path of a Node.js 18+ executable on PATH, or :class:`NodeNotFoundError`."""
+    node = shutil.which("node")
+    message = "Node.js 18+ not found on PATH; install Node, then run `make setup`"
+    if node is None:
+        raise NodeNotFoundError(message)
+    try:
+        out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=10)
+        major = int(out.stdout.strip().lstrip("v").split(".")[0])
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        raise NodeNotFoundError(f"{message} (`{node} --version` failed: {exc})") from exc
+    if major < MIN_NODE_MAJOR:
+        raise NodeNotFoundError(f"{message} (found {out.stdout.strip()} at {node})")
+    return node
+
+
+def _is_showdown_package(path: Path) -> bool:
+    return (path / "pokemon-showdown").is_file() and (path / "dist" / "server").is_dir()
+
+
+def find_showdown() -> Path:
+    """Locate the ``pokemon-showdown`` npm package.
+
+    ``MAPLE_SHOWDOWN_DIR`` (the package directory) wins; otherwise
+    ``node_modules/pokemon-showdown`` is searched in the repository root (relative to
+    this package) and in the current directory and its parents.
+    """
+    override = os.environ.get("MAPLE_SHOWDOWN_DIR")
+    if override:
+        path = Path(override).expanduser().resolve()
+        if not _is_showdown_package(path):
+            raise ShowdownNotInstalledError(
+                f"MAPLE_SHOWDOWN_DIR={override} is not a pokemon-showdown package "
+                f"(no `pokemon-showdown` script and `dist/server`); unset it or {SETUP_HINT}"
+            )
+        return path
+    roots = [REPO_ROOT]
+    cwd = Path.cwd().resolve()
+    roots += [cwd, *cwd.parents]
+    seen: set[Path] = set()
+    for root in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        candidate = root / "node_modules" / "pokemon-showdown"
+        if _is_showdown_package(candidate):
+            return candidate
+    raise ShowdownNotInstalledError(
+        f"pokemon-showdown npm package not found (looked for node_modules/pokemon-showdown "
+        f"in {roots[0]} and {cwd} and its parents); {SETUP_HINT}, "
+        "or set MAPLE_SHOWDOWN_DIR to the package directory"
+    )
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_open(port: int, host: str = HOST, timeout: float = 0.5) -> bool:
+    """Whether a TCP connect to ``host:port`` succeeds."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def configuration(host: str, port: int, secure: bool = False) -> ServerConfiguration:
+    scheme = "wss" if secure else "ws"
+    return ServerConfiguration(f"{scheme}://{host}:{port}/showdown/websocket", AUTH_URL)
+
+
+def external_server(url: str) -> ServerConfiguration:
+    """poke-env configuration for an external server: ``host:port`` or a ws(s):// URL."""
+    url = url.strip()
+    if url.startswith(("ws://", "wss://")):
+        return ServerConfiguration(url, AUTH_URL)
+    if "://" in url:
+        raise ValueError(f"unsupported server URL {url!r}: use host:port or ws://, wss://")
+    host, sep, port = url.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"bad server address {url!r}: expected host:port (e.g. 127.0.0.1:8000)")
+    return configuration(host, int(port))
+
+
+# ---------------------------------------------------------------- server directory

@@ -1,0 +1,123 @@
+"""One supervisor for Maple's child processes (Showdown servers and simulator hosts).
+
+:func:`spawn` starts a child that dies with its parent (``PR_SET_PDEATHSIG`` on Linux),
+:func:`terminate` stops it (SIGTERM, then SIGKILL; a whole process group when asked),
+:func:`stop_at_exit` stops still-running owners from an ``atexit`` hook, and
+:class:`Watchdog` restarts dead children from a daemon thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+_libc_prctl: Any = None
+if sys.platform.startswith("linux"):
+    with contextlib.suppress(OSError, AttributeError):
+        _libc_prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    _libc_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def spawn(cmd: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen:
+    """``subprocess.Popen(cmd, ...)`` whose child gets SIGKILL when the thread that started
+    it exits (Linux ``PR_SET_PDEATHSIG``): start children from a long-lived thread."""
+    preexec = _die_with_parent if _libc_prctl is not None else None
+    return subprocess.Popen(list(cmd), preexec_fn=preexec, **popen_kwargs)
+
+
+def _signal(process: subprocess.Popen, sig: int, group: bool) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if group:
+            os.killpg(process.pid, sig)
+        else:
+            process.send_signal(sig)
+
+
+def terminate(process: subprocess.Popen, timeout: float = 5.0, *, group: bool = False) -> None:
+    """Stop ``process`` (SIGTERM, then SIGKILL after ``timeout`` s) and reap it. With
+    ``group`` (a child started in its own session) signal its whole process group, and
+    sweep the group afterwards: children of a crashed process may outlive it."""
+    if process.poll() is None:
+        _signal(process, signal.SIGTERM, group)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _signal(process, signal.SIGKILL, group)
+            process.wait(timeout)
+    if group:
+        _signal(process, signal.SIGKILL, group)
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def stop_at_exit(owner: Stoppable) -> None:
+    """Call ``owner.stop()`` at interpreter exit unless :func:`forget_at_exit` ran first."""
+    _LIVE.add(owner)
+
+
+def forget_at_exit(owner: Stoppable) -> None:
+    _LIVE.discard(owner)
+
+
+@atexit.register
+def _stop_all() -> None:
+    for owner in list(_LIVE):
+        with contextlib.suppress(Exception):
+            owner.stop()
+
+
+class Watchdog:
+    """Calls ``check()`` every ``interval`` s in a daemon thread until :meth:`stop`
+    (``check`` restarts dead children; its errors are logged, the watch goes on)."""
+
+    def __init__(self, check: Callable[[], object], name: str, interval: float = 1.0):
+        self.check = check
+        self.name = name
+        self.interval = interval
+        self._stop_event = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Watchdog:
+        if self._thread is None or not self._thread.is_alive():
+            self._stop_event.clear()
+            self._thread = threading.Thread(target=self._watch, name=self.name, daemon=True)
+            self._thread.start()
+        return self
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_event.is_set()
+
+    def _watch(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            try:
+                self.check()
+            except Exception:
+                logger.exception("%s could not restart a child process", self.name)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop_event.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)

@@ -1,0 +1,187 @@
+"""The evaluation battle loop: a policy plays counted battles against named opponents.
+
+Battles are split evenly between the envs and only each env's first ``battles / N``
+battles count, so short battles are not over-represented; aborted battles are replayed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.episodes import finished_values
+from trainer.evaluation.stats import OpponentResult
+from trainer.policies import sample_actions
+from trainer.spaces import ObsAdapter
+
+log = logging.getLogger(__name__)
+
+
+@torch.no_grad()
+def play_battles(
+    policy: torch.nn.Module,
+    envs: Any,
+    battles: int,
+    *,
+    device: torch.device | str = "cpu",
+    sample: bool = True,
+    seed: int | None = None,
+    on_battle: Callable[[bool], None] | None = None,
+) -> tuple[int, int, list[int]]:
+    """Play ``battles`` counted battles on a SAME_STEP-autoreset vector env.
+
+    Returns ``(wins, battles, turns per battle)``. ``on_battle(won)`` runs per counted
+    battle (progress).
+    """
+    n = envs.num_envs
+    quota = np.array([battles // n + (i < battles % n) for i in range(n)])
+    adapter = ObsAdapter(envs.single_observation_space, envs.single_action_space)
+    generator = torch.Generator(device=device)
+    generator.manual_seed(0 if seed is None else seed)
+    obs, _ = envs.reset(seed=seed)
+    hidden = policy.initial_state(n, device)
+    start = np.ones(n, dtype=np.float32)
+    wins, turns = 0, []
+    while (quota > 0).any():
+        flat, mask = adapter.batch(obs)
+        logits, _, hidden = policy(
+            torch.from_numpy(flat).to(device),
+            torch.from_numpy(mask).to(device),
+            hidden,
+            torch.from_numpy(start).to(device),
+        )
+        actions, _ = sample_actions(logits.float(), generator, greedy=not sample)
+        obs, _, terminated, truncated, info = envs.step(actions.cpu().numpy())
+        done = terminated | truncated
+        start = done.astype(np.float32)
+        battle_turns = finished_values(info, done, "turns")
+        # aborted battles (no result) and those beyond an env's quota do not count
+        for i, won in finished_values(info, done, "won").items():
+            if quota[i] <= 0:
+                continue
+            quota[i] -= 1
+            wins += bool(won)
+            if i in battle_turns:
+                turns.append(int(battle_turns[i]))
+            if on_battle is not None:
+                on_battle(bool(won))
+    return wins, battles, turns
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "opponent"
+
+
+def evaluate_policy(
+    policy: torch.nn.Module,
+    opponents: Sequence[str],
+    battles: int,
+    *,
+    battle_format: str = "gen9randombattle",
+    encoder: str = "simple",
+    num_envs: int = 4,
+    sample: bool = True,
+    device: torch.device | str = "cpu",
+    seed: int = 0,
+    max_turns: int | None = None,
+    backend: str = "auto",
+    server_url: str | None = None,
+    log_dir: str | Path | None = None,
+    replay_dir: str | Path | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[OpponentResult]:
+    """Evaluate ``policy`` against each of ``opponents`` (see module docs).
+
+    ``progress(opponent, done, total)`` is called as battles finish. With the server
+    backend and no ``server_url``, one local server serves all opponents.
+    """
+    from mapleenv import make_vector_env
+    from mapleenv.opponents.mix import uses_self_play
+    from mapleenv.showdown import ServerPool
+    from mapleenv.vector import default_backend
+
+    if battles < 1:
+        raise ValueError(f"battles must be >= 1, got {battles}")
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    if not opponents:
+        raise ValueError("no opponents to evaluate against")
+    for name in opponents:
+        if uses_self_play(name):
+            raise ValueError(
+                f"opponent {name!r}: 'self' plays snapshots pushed during "
+                "training; evaluate against policy:<checkpoint> instead"
+            )
+    was_training = policy.training
+    policy.eval()
+    pool = None
+    if backend == "auto":
+        backend = default_backend(server_url)
+    if backend == "server" and server_url is None:
+        pool = ServerPool(1, log_dir=log_dir).start()
+        server_url = pool.configuration_for(0).websocket_url
+    results = []
+    try:
+        for k, name in enumerate(opponents):
+            env_kwargs: dict[str, Any] = {}
+            if replay_dir is not None:
+                env_kwargs["replay_dir"] = str(Path(replay_dir) / _safe_name(name))
+            envs = make_vector_env(
+                min(num_envs, battles),
+                battle_format=battle_format,
+                opponent=name,
+                server_url=server_url,
+                log_dir=log_dir,
+                encoder=encoder,
+                max_turns=max_turns,
+                backend=backend,
+                seed=seed + 1000 * k,
+                autoreset_mode="SameStep",
+                **env_kwargs,
+            )
+            done = 0
+
+            def on_battle(won: bool, name: str = name) -> None:
+                nonlocal done
+                done += 1
+                if progress is not None:
+                    progress(name, done, battles)
+
+            try:
+                t0 = time.perf_counter()
+                wins, played, turns = play_battles(
+                    policy,
+                    envs,
+                    battles,
+                    device=device,
+                    sample=sample,
+                    seed=seed + k,
+                    on_battle=on_battle,
+                )
+            finally:
+                envs.close()
+            result = OpponentResult(
+                name, played, wins, float(np.mean(turns)) if turns else math.nan
+            )
+            log.info(
+                "vs %s: %d/%d won (%.1f%%) in %.0f s",
+                name,
+                wins,
+                played,
+                100 * result.win_rate,
+                time.perf_counter() - t0,
+            )
+            results.append(result)
+    finally:
+        if pool is not None:
+            pool.stop()
+        policy.train(was_training)
+    return results

@@ -1,0 +1,134 @@
+"""``ActorCritic``: the stateless LSTM and MLP actor-critic (``model.kind=lstm|mlp``).
+
+Both share one signature, ``forward(obs, action_mask, hidden, episode_start) -> (logits,
+value, new_hidden)``, in a step form (``obs [B, D]``, ``episode_start [B]``) and a sequence
+form (``obs [T, B, D]``, ``episode_start [T, B]``). The caller owns the recurrent state: a
+tuple ``(h, c)`` of ``[layers, B, state]`` tensors for the LSTM, ``()`` for the MLP. The state
+of an env is zeroed before a step whose ``episode_start`` is set, and inside a sequence the
+state never crosses an episode start (see :mod:`trainer.recurrent`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from trainer.config import ModelConfig
+from trainer.policies.masking import mask_logits
+from trainer.recurrent import Hidden, run_lstm
+
+_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def _mlp(sizes: list[int], activation: str) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
+        layers += [_init(nn.Linear(fan_in, fan_out), math.sqrt(2)), _ACTIVATIONS[activation]()]
+    return nn.Sequential(*layers)
+
+
+def _init(layer: nn.Linear, gain: float) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class Trunk(nn.Module):
+    """Encoder MLP, optionally followed by an LSTM."""
+
+    def __init__(self, obs_dim: int, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.encoder = _mlp([obs_dim, *cfg.encoder_sizes], cfg.activation)
+        enc_dim = cfg.encoder_sizes[-1] if cfg.encoder_sizes else obs_dim
+        self.lstm: nn.LSTM | None = None
+        self.out_dim = enc_dim
+        if cfg.kind == "lstm":
+            self.lstm = nn.LSTM(enc_dim, cfg.hidden_size, num_layers=cfg.num_layers)
+            for name, param in self.lstm.named_parameters():
+                if "weight" in name:
+                    nn.init.orthogonal_(param, 1.0)
+                else:
+                    nn.init.zeros_(param)
+            self.out_dim = cfg.hidden_size
+
+    def forward(
+        self, obs: torch.Tensor, hidden: Hidden, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, Hidden]:
+        x = self.encoder(obs)
+        if self.lstm is None:
+            return x, ()
+        return run_lstm(self.lstm, x, hidden, episode_start)
+
+
+class ActorCritic(nn.Module):
+    """Actor-critic over ``Trunk``s; ``shared_trunk=False`` gives the critic its own trunk.
+
+    With separate trunks the two LSTM states are concatenated along the last dimension, so
+    the caller still sees one ``(h, c)`` pair of ``[layers, B, state_size]``.
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int, cfg: ModelConfig) -> None:
+        super().__init__()
+        if cfg.kind not in ("lstm", "mlp"):
+            raise ValueError(f"ActorCritic builds model.kind lstm or mlp, got {cfg.kind!r}")
+        if cfg.activation not in _ACTIVATIONS:
+            raise ValueError(f"model.activation must be one of {sorted(_ACTIVATIONS)}")
+        self.cfg = cfg
+        self.obs_dim, self.n_actions = obs_dim, n_actions
+        self.recurrent = cfg.kind == "lstm"
+        self.trunk = Trunk(obs_dim, cfg)
+        self.critic_trunk = None if cfg.shared_trunk else Trunk(obs_dim, cfg)
+        feat = self.trunk.out_dim
+        self.policy_head = nn.Sequential(
+            _mlp([feat, *cfg.head_sizes], cfg.activation),
+            _init(nn.Linear(cfg.head_sizes[-1] if cfg.head_sizes else feat, n_actions), 0.01),
+        )
+        self.value_head = nn.Sequential(
+            _mlp([feat, *cfg.head_sizes], cfg.activation),
+            _init(nn.Linear(cfg.head_sizes[-1] if cfg.head_sizes else feat, 1), 1.0),
+        )
+
+    @property
+    def state_size(self) -> int:
+        """Size of the last dimension of ``h`` and ``c`` (0 for the MLP)."""
+        if not self.recurrent:
+            return 0
+        return self.cfg.hidden_size * (1 if self.cfg.shared_trunk else 2)
+
+    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> Hidden:
+        """A zero state for ``batch`` envs: ``(h, c)`` or ``()`` for the MLP."""
+        if not self.recurrent:
+            return ()
+        shape = (self.cfg.num_layers, batch, self.state_size)
+        return (torch.zeros(shape, device=device), torch.zeros(shape, device=device))
+
+    def forward(
+        self,
+        obs: torch.Tensor,
+        action_mask: torch.Tensor,
+        hidden: Hidden,
+        episode_start: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
+        """Masked logits, value and the new state; see the module docstring for shapes."""
+        step_form = episode_start.dim() == 1
+        if step_form:
+            obs, action_mask, episode_start = obs[None], action_mask[None], episode_start[None]
+        if self.critic_trunk is None:
+            feat, new_hidden = self.trunk(obs, hidden, episode_start)
+            critic_feat = feat
+        else:
+            half = self.cfg.hidden_size
+            actor_h = tuple(x[..., :half] for x in hidden)
+            critic_h = tuple(x[..., half:] for x in hidden)
+            feat, actor_new = self.trunk(obs, actor_h, episode_start)
+            critic_feat, critic_new = self.critic_trunk(obs, critic_h, episode_start)
+            new_hidden = tuple(
+                torch.cat([a, c], dim=-1) for a, c in zip(actor_new, critic_new, strict=True)
+            )
+        logits = mask_logits(self.policy_head(feat).float(), action_mask)
+        value = self.value_head(critic_feat).float().squeeze(-1)
+        if step_form:
+            logits, value = logits[0], value[0]
+        return logits, value, new_hidden
