@@ -222,6 +222,25 @@ class TrainConfig:
     eval: PeriodicEvalConfig = field(default_factory=PeriodicEvalConfig)  # every=0: off
 
 
+@dataclass
+class PlayConfig:
+    """``python -m trainer.play`` settings (``conf/play.yaml``)."""
+
+    checkpoint: str = MISSING  # a checkpoint file or a run dir (its checkpoints/last.pt)
+    server: str = "local"  # local | showdown | ws(s)://host:port/showdown/websocket | host:port
+    mode: str = "accept"  # accept | challenge | ladder
+    battles: int = 1
+    username: str | None = None  # default MapleAgent (ladder: required)
+    password: str | None = None  # for registered accounts (official server)
+    opponent: str | None = None  # challenge: who; accept: only from this user (null: anyone)
+    battle_format: str | None = None  # default: the checkpoint's
+    sample: bool = True  # False: greedy (argmax over legal actions)
+    seed: int | None = None
+    port: int | None = None  # server=local: fixed port (default a free one)
+    max_concurrent_battles: int = 1
+    output: str | None = None  # JSON path; default <hydra run dir>/play.json
+
+
 def register_configs() -> None:
     """Register the schemas; the YAML files in ``conf/`` list them in their defaults."""
     cs = ConfigStore.instance()
@@ -231,6 +250,7 @@ def register_configs() -> None:
     cs.store(group="model", name="model_schema", node=ModelConfig)
     cs.store(group="algo", name="ppo_schema", node=PPOConfig)
     cs.store(name="evaluate_schema", node=EvaluateConfig)
+    cs.store(name="play_schema", node=PlayConfig)
 
 
 register_configs()

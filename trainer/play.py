@@ -1,78 +1,37 @@
-"""Play a trained Maple policy live on a Showdown server: accept, challenge or ladder.
-
-CLI (Hydra config ``conf/play.yaml``, schema :class:`PlayConfig`; unknown keys fail)::
-
-    python -m trainer.play checkpoint=<ckpt or run dir> server=local mode=accept battles=5
-    python -m trainer.play checkpoint=... server=local mode=challenge opponent=<name>
-    python -m trainer.play checkpoint=... server=showdown mode=ladder username=... password=...
-
-The policy runs as a *listening* poke-env ``Player`` in this process, on CPU: the
-frozen-policy player of ``policy:<checkpoint>`` opponents (``PolicyOpponent``), with
-the checkpoint's own encoder, one recurrent state per battle (zeroed at the battle's
-first decision) and sampled actions (``sample=false``: greedy argmax), as in evaluation.
-
-``server=local`` starts a Maple-managed Showdown server (127.0.0.1; ``port=`` to fix
-its port) and prints the address a person opens in a browser; ``server=showdown`` is
-the official server (wss://sim3.psim.us, an account with a password); any other value
-is a server address (``ws://host:port/showdown/websocket``, ``wss://...`` or
-``host:port``).
-
-Modes: ``accept`` accepts ``battles`` challenges in the battle format (from anyone, or
-only from ``opponent``); ``challenge`` challenges ``opponent`` ``battles`` times (one at
-a time); ``ladder`` plays ``battles`` ladder games (needs ``username``). Each finished
-battle is logged (won/lost/tie, turns, opponent, battle tag), then a summary line; the
-results go to ``play.json`` in the run dir. Ctrl-C or SIGTERM stops the player and the
-local server (exit code 128 + signal).
-"""
+"""``python -m trainer.play``: a trained policy plays live on a Showdown server (accept
+challenges, challenge a user, or ladder), on a Maple-started local server or any server.
+Usage, modes and the browser walk-through: docs/play.md."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING
+from trainer.config import PlayConfig
+from trainer.live import (
+    DEFAULT_USERNAME,
+    BattleResult,
+    PlayError,
+    RefusalWatch,
+    build_player,
+    mode_coroutine,
+    wait_logged_in,
+)
 
 log = logging.getLogger("trainer.play")  # not __main__ under python -m
 
 MODES = ("accept", "challenge", "ladder")
-DEFAULT_USERNAME = "MapleAgent"
 OFFICIAL_SERVER = "wss://sim3.psim.us/showdown/websocket"
 SERVER_ALIASES = {"showdown": OFFICIAL_SERVER, "official": OFFICIAL_SERVER}
-LOGIN_TIMEOUT = 60.0  # seconds to connect and log in
-
-
-@dataclass
-class PlayConfig:
-    """``python -m trainer.play`` settings (``conf/play.yaml``)."""
-
-    checkpoint: str = MISSING  # a checkpoint file or a run dir (its checkpoints/last.pt)
-    server: str = "local"  # local | showdown | ws(s)://host:port/showdown/websocket | host:port
-    mode: str = "accept"  # accept | challenge | ladder
-    battles: int = 1
-    username: str | None = None  # default MapleAgent (ladder: required)
-    password: str | None = None  # for registered accounts (official server)
-    opponent: str | None = None  # challenge: who; accept: only from this user (null: anyone)
-    battle_format: str | None = None  # default: the checkpoint's
-    sample: bool = True  # False: greedy (argmax over legal actions)
-    seed: int | None = None
-    port: int | None = None  # server=local: fixed port (default a free one)
-    max_concurrent_battles: int = 1
-    output: str | None = None  # JSON path; default <hydra run dir>/play.json
-
-
-class PlayError(ValueError):
-    """A play setting that cannot work (reported as one line by the CLI)."""
 
 
 def validate(cfg: PlayConfig) -> None:
@@ -96,151 +55,6 @@ def validate(cfg: PlayConfig) -> None:
         raise PlayError(f"username must have 1..18 characters, got {name!r}")
     if not cfg.server:
         raise PlayError("server must be 'local', 'showdown' or a server URL")
-
-
-@dataclass
-class BattleResult:
-    """One finished battle, as logged and written to ``play.json``."""
-
-    battle_tag: str
-    result: str  # won | lost | tie
-    turns: int
-    opponent: str | None
-
-
-def _make_player_class() -> type:
-    """The listening player class (built lazily: poke-env and torch load on first use)."""
-    from poke_env.battle.abstract_battle import AbstractBattle
-    from poke_env.player.battle_order import BattleOrder
-
-    from mapleenv.opponents.policy import PolicyOpponent
-
-    class LivePolicyPlayer(PolicyOpponent):
-        """A frozen Maple policy as a listening poke-env player (see module docs)."""
-
-        def __init__(
-            self, *args: Any, on_result: Callable[[BattleResult], None] | None = None, **kwargs: Any
-        ):
-            super().__init__(*args, **kwargs)  # PolicyOpponent: start_listening=False
-            self.on_result = on_result
-            self.results: list[BattleResult] = []
-            client = self.ps_client
-            client._listening_coroutine = asyncio.run_coroutine_threadsafe(
-                client.listen(), client.loop
-            )
-
-        @property
-        def listen_future(self) -> Future[Any]:
-            return self.ps_client._listening_coroutine
-
-        def choose_move(self, battle: AbstractBattle) -> BattleOrder:
-            if battle.battle_tag not in self._states:
-                log.info("battle started: %s vs %s", battle.battle_tag, battle.opponent_username)
-            return super().choose_move(battle)
-
-        def _battle_finished_callback(self, battle: AbstractBattle) -> None:
-            self._states.pop(battle.battle_tag, None)
-            outcome = {True: "won", False: "lost"}.get(battle.won, "tie")  # type: ignore[arg-type]
-            result = BattleResult(
-                battle.battle_tag, outcome, int(battle.turn), battle.opponent_username
-            )
-            self.results.append(result)
-            if self.on_result is not None:
-                self.on_result(result)
-
-    return LivePolicyPlayer
-
-
-def build_player(
-    cfg: PlayConfig,
-    checkpoint: dict[str, Any],
-    server_configuration: Any,
-    on_result: Callable[[BattleResult], None] | None = None,
-) -> Any:
-    """The listening policy player for ``checkpoint`` (connecting and logging in)."""
-    from poke_env.ps_client import AccountConfiguration
-
-    from mapleenv.opponents.policy import FrozenPolicy
-
-    env_cfg = (checkpoint.get("config") or {}).get("env") or {}
-    battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
-    policy = FrozenPolicy.from_snapshot(checkpoint)
-    player_class = _make_player_class()
-    return player_class(
-        [policy],
-        sample=cfg.sample,
-        seed=cfg.seed,
-        name=cfg.username or DEFAULT_USERNAME,
-        on_result=on_result,
-        battle_format=battle_format,
-        account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME, cfg.password),
-        server_configuration=server_configuration,
-        max_concurrent_battles=cfg.max_concurrent_battles,
-        log_level=logging.WARNING,
-    )
-
-
-def wait_logged_in(player: Any, timeout: float = LOGIN_TIMEOUT) -> None:
-    """Wait until ``player`` is logged in; :class:`PlayError` if its connection ends first
-    or the deadline passes."""
-    client = player.ps_client
-    deadline = time.monotonic() + timeout
-    while not client.logged_in.is_set():
-        if player.listen_future.done():
-            raise PlayError(f"could not connect to {client.websocket_url} (see the error above)")
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise PlayError(
-                f"not logged in as {player.username!r} on {client.websocket_url} "
-                f"after {timeout:.0f} s (name taken, wrong password, or server "
-                "unreachable?)"
-            )
-        waiter = asyncio.run_coroutine_threadsafe(
-            asyncio.wait_for(client.logged_in.wait(), min(remaining, 1.0)), client.loop
-        )
-        with contextlib.suppress(TimeoutError):
-            waiter.result()
-
-
-def _mode_coroutine(player: Any, cfg: PlayConfig) -> Any:
-    from poke_env.data.normalize import to_id_str
-
-    if cfg.mode == "accept":
-        return player.accept_challenges(cfg.opponent or None, cfg.battles)
-    if cfg.mode == "challenge":
-        return player.send_challenges(to_id_str(str(cfg.opponent)), cfg.battles)
-    return player.ladder(cfg.battles)
-
-
-# Popups with which Showdown refuses a challenge or a ladder search (server/chat-commands,
-# server/ladders): the request is gone, so waiting for its battle would wait forever.
-REFUSALS = (
-    "was not found",
-    "is not accepting challenges",
-    "can't battle yourself",
-    "must choose a username",
-    "is not ladderable",
-    "format is invalid",
-    "barred from starting",
-    "banned from battling",
-    "requires you to be rank",
-    "already challenging someone",
-)
-
-
-class RefusalWatch(logging.Handler):
-    """Catches the refusal popups poke-env logs (``Popup message received: |popup|...``)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.refusal: str | None = None
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if self.refusal is None and message.startswith("Popup message received"):
-            text = message.split("|popup|", 1)[-1].replace("||", " ").strip()
-            if any(refusal in text for refusal in REFUSALS):
-                self.refusal = text
 
 
 class _Stop(BaseException):
@@ -354,7 +168,7 @@ def run(
         if on_ready is not None:
             on_ready(ready)
         mode_future = asyncio.run_coroutine_threadsafe(
-            _mode_coroutine(player, cfg), player.ps_client.loop
+            mode_coroutine(player, cfg), player.ps_client.loop
         )
         while True:
             try:
@@ -416,12 +230,6 @@ def _stop_listening(player: Any) -> None:
     player.listen_future.cancel()
 
 
-def _register_schema() -> None:
-    from hydra.core.config_store import ConfigStore
-
-    ConfigStore.instance().store(name="play_schema", node=PlayConfig)
-
-
 def main() -> None:
     """Console entry point: Hydra app over ``conf/play.yaml``."""
     import hydra
@@ -433,7 +241,6 @@ def main() -> None:
     from mapleenv.showdown import ShowdownError
 
     torch.set_num_threads(1)  # one small batch-1 forward per decision
-    _register_schema()
     conf_dir = str(Path(__file__).resolve().parent.parent / "conf")
 
     @hydra.main(version_base="1.3", config_path=conf_dir, config_name="play")
