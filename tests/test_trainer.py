@@ -100,3 +100,42 @@ def test_unregistered_gym_id_fails_clearly(tmp_path: Path) -> None:
         cfg = compose("config", overrides=["env=gym", "env.id=NoSuchEnv-v0", "device=cpu"])
     with pytest.raises(ValueError, match="NoSuchEnv-v0.*not a registered Gymnasium env"):
         train(cfg, tmp_path)
+
+
+def test_max_minutes_stops_the_run_anneals_by_time_and_adds_up_over_resume(
+    tmp_path: Path,
+) -> None:
+    from trainer.checkpoint import load_checkpoint
+
+    common = [
+        "env=gym",
+        "env.id=CartPole-v1",
+        "env.num_envs=2",
+        "model=mlp",
+        "algo.rollout_steps=16",
+        "algo.bptt=0",
+        "algo.epochs=1",
+        "total_steps=100000000",  # far away: time ends these runs
+        "tensorboard=false",
+        "checkpoint_every=0",
+    ]
+
+    def run(minutes: float, *extra: str) -> list[dict[str, str]]:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            cfg = compose("config", overrides=[*common, f"max_minutes={minutes}", *extra])
+        train(cfg, tmp_path)
+        with (tmp_path / "metrics.csv").open() as f:
+            return list(csv.DictReader(f))
+
+    rows = run(0.04)  # 2.4 s
+    seconds = load_checkpoint(tmp_path)["train_seconds"]
+    assert 2.4 <= seconds < 2.4 + 5.0
+    lrs = [float(r["lr"]) for r in rows]
+    assert lrs[0] == 3e-4 and lrs == sorted(lrs, reverse=True) and lrs[-1] < 3e-4 * 0.5
+
+    rows = run(0.08, f"resume={tmp_path}")  # the budget counts the first segment too
+    total = load_checkpoint(tmp_path)["train_seconds"]
+    assert 4.8 <= total < 4.8 + 5.0
+    resumed = [float(r["lr"]) for r in rows[len(lrs) :]]
+    assert resumed and resumed[0] <= 3e-4 * (1 - seconds / 4.8) + 1e-9
+    assert resumed[0] > resumed[-1]

@@ -214,6 +214,10 @@ class TrainConfig:
     seed: int = 1
     device: str = "auto"  # auto | cuda | mps | cpu (auto: cuda > mps > cpu)
     torch_threads: int = 0  # 0 = auto: half the CPU cores (envs need the rest), at most 8
+    # training-time budget in minutes (resumed segments add up): the run stops at
+    # total_steps or here, whichever comes first, and with algo.anneal_lr the learning rate
+    # anneals by whichever is further along; None = steps only
+    max_minutes: float | None = None
     resume: str | None = None  # run dir or checkpoint file
     checkpoint_every: int = 50  # iterations between periodic checkpoints (0: only last.pt)
     log_every: int = 10  # iterations between log lines
@@ -302,6 +306,7 @@ def _check_values(cfg: TrainConfig) -> list[str]:
             f"device must be auto|cuda|mps|cpu, got {cfg.device!r}",
         ),
         (cfg.total_steps > 0, "total_steps must be > 0"),
+        (cfg.max_minutes is None or cfg.max_minutes > 0, "max_minutes must be > 0 (or null)"),
         (cfg.torch_threads >= 0, "torch_threads must be >= 0"),
         (cfg.checkpoint_every >= 0, "checkpoint_every must be >= 0"),
         (cfg.log_every >= 1, "log_every must be >= 1"),

@@ -94,6 +94,8 @@ class Trainer:
         ckpt = load_checkpoint(resume_from) if resume_from is not None else None
         self.global_step = int(ckpt["global_step"]) if ckpt else 0
         self.iteration = int(ckpt["iteration"]) if ckpt else 0
+        # seconds of training loop in all segments so far (max_minutes counts these)
+        self.train_seconds = float(ckpt.get("train_seconds", 0.0)) if ckpt else 0.0
 
         self._owns_envs = envs is None
         self.envs = (
@@ -175,6 +177,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "global_step": self.global_step,
             "iteration": self.iteration,
+            "train_seconds": self.train_seconds,
             "config": self.raw_config,
             "policy": policy_spec(self.policy),
             "rng": rng_state(),
@@ -186,10 +189,18 @@ class Trainer:
         log.debug("checkpoint %s at step %d", path, self.global_step)
         return path
 
+    def progress(self) -> float:
+        """How far the run is, in [0, 1]: steps over ``total_steps`` or training time over
+        ``max_minutes``, whichever is further (the run ends at 1)."""
+        done = self.global_step / self.cfg.total_steps
+        if self.cfg.max_minutes is not None:
+            done = max(done, self.train_seconds / (60.0 * self.cfg.max_minutes))
+        return min(done, 1.0)
+
     def current_lr(self) -> float:
         if not self.cfg.algo.anneal_lr:
             return self.cfg.algo.lr
-        return self.cfg.algo.lr * max(1.0 - self.global_step / self.cfg.total_steps, 0.0)
+        return self.cfg.algo.lr * (1.0 - self.progress())
 
     def kickstart_coef(self) -> float:
         """The kickstarting weight now: ``kickstart_coef`` during the ``bc_steps`` cloning
@@ -249,7 +260,8 @@ class Trainer:
         }
 
     def run(self) -> dict[str, Any] | None:
-        """Train until ``total_steps``; Ctrl-C saves ``last.pt`` and re-raises."""
+        """Train until ``total_steps`` or ``max_minutes``; Ctrl-C saves ``last.pt`` and
+        re-raises."""
         metrics = MetricsLogger(
             self.run_dir,
             tensorboard=self.cfg.tensorboard,
@@ -261,10 +273,12 @@ class Trainer:
         )
         progress = ConsoleProgress(self.cfg.total_steps, self.global_step)
         start = time.perf_counter()
+        seconds_before = self.train_seconds
         row = None
         try:
-            while self.global_step < self.cfg.total_steps:
+            while self.progress() < 1.0:
                 row = self.train_iteration()
+                self.train_seconds = seconds_before + time.perf_counter() - start
                 row |= self.evaluator.maybe_run(
                     self.policy, self.iteration, self.global_step, self.device
                 )
@@ -274,10 +288,7 @@ class Trainer:
                 self.save()
                 if self.cfg.checkpoint_every and self.iteration % self.cfg.checkpoint_every == 0:
                     self.save(f"step_{self.global_step:010d}.pt")
-                if (
-                    self.iteration % self.cfg.log_every == 0
-                    or self.global_step >= self.cfg.total_steps
-                ):
+                if self.iteration % self.cfg.log_every == 0 or self.progress() >= 1.0:
                     log.info("iter %d | %s", self.iteration, summary_line(row))
         except KeyboardInterrupt:
             self._interrupted = True
@@ -290,7 +301,10 @@ class Trainer:
             progress.stop()
             metrics.close()
         log.info(
-            "done: %d steps; checkpoint %s", self.global_step, self.run_dir / CHECKPOINT_DIR / LAST
+            "done: %d steps in %.1f min of training; checkpoint %s",
+            self.global_step,
+            self.train_seconds / 60,
+            self.run_dir / CHECKPOINT_DIR / LAST,
         )
         return row
 
