@@ -73,6 +73,26 @@ NOTES = """\
 ### Ability groups
 
 {abilities}
+
+## Tokens of `model=attention`
+
+`model=attention` (`trainer/policies/attention.py`) does not read this vector flat: it cuts
+it into 17 entity tokens, each embedded by a linear map shared by tokens of its kind plus a
+learned kind embedding, relates them with a small pre-LayerNorm transformer (empty
+opponent and move slots, `present` = 0, are masked as keys), and feeds the pooled tokens
+(context token, mean of own Pokémon, mean of opponent Pokémon) to an LSTM that carries
+memory across turns. Every action is scored from the token it acts on, beside the LSTM's
+output:
+
+| token | count | built from | scores |
+|---|---|---|---|
+| own Pokémon *i* | 6 | `own_team[i]` (+ `own_active` on the active one's token) | switch *i* (action *i*) |
+| opponent Pokémon *j* | 6 | `opponent_team[j]` (+ `opponent_active` on the active one's token) | (context for the others) |
+| move *k* | 4 | `moves[k]` | move *k* in each form: 6+*k*, 10+*k* (mega), 14+*k* (z), 18+*k* (dynamax), 22+*k* (Tera) |
+| context | 1 | `threat`, `speed`, `field`, `battle` | the value |
+
+Swapping two benched Pokémon in the observation swaps their switch logits and nothing
+else (a test checks it): the network knows which action belongs to which entity.
 """
 
 
