@@ -17,6 +17,12 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 Hidden = tuple[torch.Tensor, ...]
 
 
+def zero_state(layers: int, batch: int, size: int, device: torch.device | str = "cpu") -> Hidden:
+    """A zero LSTM state ``(h, c)``, each ``[layers, batch, size]``."""
+    shape = (layers, batch, size)
+    return (torch.zeros(shape, device=device), torch.zeros(shape, device=device))
+
+
 def mask_hidden(hidden: Hidden, episode_start: torch.Tensor) -> Hidden:
     """Zero the state of envs whose episode starts: ``h * (1 - episode_start)`` per env."""
     keep = (1.0 - episode_start.to(hidden[0].dtype)).view(1, -1, 1) if hidden else None

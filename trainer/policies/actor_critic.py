@@ -17,7 +17,7 @@ from torch import nn
 
 from trainer.config import ModelConfig
 from trainer.policies.masking import mask_logits
-from trainer.recurrent import Hidden, run_lstm
+from trainer.recurrent import Hidden, run_lstm, zero_state
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 
@@ -101,8 +101,7 @@ class ActorCritic(nn.Module):
         """A zero state for ``batch`` envs: ``(h, c)`` or ``()`` for the MLP."""
         if not self.recurrent:
             return ()
-        shape = (self.cfg.num_layers, batch, self.state_size)
-        return (torch.zeros(shape, device=device), torch.zeros(shape, device=device))
+        return zero_state(self.cfg.num_layers, batch, self.state_size, device)
 
     def forward(
         self,

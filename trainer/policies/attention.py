@@ -18,7 +18,7 @@ from torch import nn
 from mapleenv.encoders.rich import layout
 from trainer.config import ModelConfig
 from trainer.policies.masking import mask_logits
-from trainer.recurrent import Hidden, run_lstm
+from trainer.recurrent import Hidden, run_lstm, zero_state
 
 N_ACTIONS = 26  # poke-env SinglesEnv: 6 switches, then 5 forms x 4 move slots
 MOVE_FORMS = 5  # plain, mega, z-move, dynamax, tera: action 6 + 4 * form + slot
@@ -187,8 +187,8 @@ class AttentionActorCritic(nn.Module):
         return self.cfg.hidden_size
 
     def initial_state(self, batch: int, device: torch.device | str = "cpu") -> Hidden:
-        shape = (self.cfg.num_layers, batch, self.cfg.hidden_size)
-        return (torch.zeros(shape, device=device), torch.zeros(shape, device=device))
+        """A zero state ``(h, c)`` of ``[num_layers, batch, hidden_size]``."""
+        return zero_state(self.cfg.num_layers, batch, self.cfg.hidden_size, device)
 
     def forward(
         self,

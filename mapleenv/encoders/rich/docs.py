@@ -86,9 +86,9 @@ output:
 
 | token | count | built from | scores |
 |---|---|---|---|
-| own Pokémon *i* | 6 | `own_team[i]` (+ `own_active` on the active one's token) | switch *i* (action *i*) |
-| opponent Pokémon *j* | 6 | `opponent_team[j]` (+ `opponent_active` on the active one's token) | (context for the others) |
-| move *k* | 4 | `moves[k]` | move *k* in each form: 6+*k*, 10+*k* (mega), 14+*k* (z), 18+*k* (dynamax), 22+*k* (Tera) |
+| own Pokémon *i* | 6 | `own_team[i]` (+ `own_active` if active) | switch *i* (action *i*) |
+| opponent Pokémon *j* | 6 | `opponent_team[j]` (+ `opponent_active` if active) | none |
+| move *k* | 4 | `moves[k]` | 6+*k*, 10+*k*, 14+*k*, 18+*k*, 22+*k* (plain/mega/z/max/Tera) |
 | context | 1 | `threat`, `speed`, `field`, `battle` | the value |
 
 Swapping two benched Pokémon in the observation swaps their switch logits and nothing
