@@ -18,24 +18,32 @@ from trainer.policies import policy_from_snapshot
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def run_module(module: str, *args: str, timeout: float = 280) -> subprocess.CompletedProcess:
+    """``python -m <module> <args>`` from the repo root; output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def metrics_rows(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("backend", ["direct", "server"])
 def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
     # No server_url: the run starts its own simulator hosts or server.
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainer",
-            "+experiment=smoke",
-            f"hydra.run.dir={tmp_path}",
-            f"env.backend={backend}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=280,
+    proc = run_module(
+        "trainer",
+        "+experiment=smoke",
+        f"hydra.run.dir={tmp_path}",
+        f"env.backend={backend}",
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
@@ -44,8 +52,7 @@ def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
     if backend == "server":
         assert "stopping Showdown" in out  # the run's server is stopped on close
         assert list((tmp_path / "showdown").glob("*.log"))  # server log kept in the run dir
-    with (tmp_path / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
+    rows = metrics_rows(tmp_path)
     assert [int(r["global_step"]) for r in rows] == [32, 64, 96]
     for r in rows:
         assert float(r["sps"]) > 0 and r["policy_loss"] != "" and r["entropy"] != ""
@@ -66,26 +73,17 @@ def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_kickstarting_from_the_heuristic_teacher(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainer",
-            "+experiment=smoke",
-            f"hydra.run.dir={tmp_path}",
-            "env.teacher=heuristic",
-            "algo.kickstart_coef=1.0",
-            "algo.kickstart_steps=64",
-            "tensorboard=false",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=280,
+    proc = run_module(
+        "trainer",
+        "+experiment=smoke",
+        f"hydra.run.dir={tmp_path}",
+        "env.teacher=heuristic",
+        "algo.kickstart_coef=1.0",
+        "algo.kickstart_steps=64",
+        "tensorboard=false",
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    with (tmp_path / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
+    rows = metrics_rows(tmp_path)
     # the coefficient decays linearly to 0 over 64 steps (logged after each 32-step update)
     assert [float(r["kickstart_coef"]) for r in rows] == [1.0, 0.5, 0.0]
     for r in rows:
@@ -98,53 +96,38 @@ def test_attention_policy_clones_then_trains_with_self_play(tmp_path: Path) -> N
     """model=attention on the rich encoder: a cloning phase, then PPO with the cloning loss
     fading, snapshots of the attention policy playing in the env workers; its checkpoint
     then plays the shipped LSTM agent head to head."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainer",
-            "+experiment=smoke",
-            f"hydra.run.dir={tmp_path}",
-            "model=attention",
-            "model.token_size=16",
-            "model.attention_heads=2",
-            "env.encoder=rich",
-            "env.teacher=heuristic",
-            "env.opponent={random: 0.5, self: 0.5}",
-            "selfplay.every=1",
-            "algo.kickstart_coef=1.0",
-            "algo.bc_steps=32",
-            "algo.kickstart_steps=96",
-            "tensorboard=false",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    proc = run_module(
+        "trainer",
+        "+experiment=smoke",
+        f"hydra.run.dir={tmp_path}",
+        "model=attention",
+        "model.token_size=16",
+        "model.attention_heads=2",
+        "env.encoder=rich",
+        "env.teacher=heuristic",
+        "env.opponent={random: 0.5, self: 0.5}",
+        "selfplay.every=1",
+        "algo.kickstart_coef=1.0",
+        "algo.bc_steps=32",
+        "algo.kickstart_steps=96",
+        "tensorboard=false",
         timeout=380,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    with (tmp_path / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
+    rows = metrics_rows(tmp_path)
     # iteration 1 clones (step 0 < 32); then PPO, the weight fading from 1 at 32 to 0 at 96
     assert [float(r["bc"]) for r in rows] == [1.0, 0.0, 0.0]
     assert [float(r["kickstart_coef"]) for r in rows] == [1.0, 1.0, 0.5]
     ckpt = load_checkpoint(tmp_path)
     assert ckpt["policy"]["model"]["kind"] == "attention" and ckpt["selfplay"] is not None
     out = tmp_path / "h2h"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainer.evaluate",
-            f"checkpoint={tmp_path}",
-            f"opponents=[policy:{ROOT / 'models' / 'lstm_ppo_gen9random.pt'}]",
-            "battles=2",
-            "num_envs=1",
-            f"hydra.run.dir={out}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    proc = run_module(
+        "trainer.evaluate",
+        f"checkpoint={tmp_path}",
+        f"opponents=[policy:{ROOT / 'models' / 'lstm_ppo_gen9random.pt'}]",
+        "battles=2",
+        "num_envs=1",
+        f"hydra.run.dir={out}",
         timeout=300,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -154,18 +137,11 @@ def test_attention_policy_clones_then_trains_with_self_play(tmp_path: Path) -> N
 
 
 def test_kickstarting_without_a_teacher_is_a_config_error(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainer",
-            "+experiment=smoke",
-            f"hydra.run.dir={tmp_path}",
-            "algo.kickstart_coef=1.0",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    proc = run_module(
+        "trainer",
+        "+experiment=smoke",
+        f"hydra.run.dir={tmp_path}",
+        "algo.kickstart_coef=1.0",
         timeout=120,
     )
     assert proc.returncode == 2 and "needs env.teacher" in proc.stderr + proc.stdout
