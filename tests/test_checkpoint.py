@@ -20,7 +20,12 @@ from memory_env import MEMORY_OVERRIDES, register_memory_env
 from omegaconf import OmegaConf
 
 from trainer.__main__ import CONF_DIR
-from trainer.checkpoint import load_checkpoint, resolve_checkpoint, save_checkpoint
+from trainer.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    resolve_checkpoint,
+    save_checkpoint,
+)
 from trainer.config import ConfigError
 from trainer.envs import terminate_envs
 from trainer.metrics import MetricsLogger
@@ -66,7 +71,7 @@ def test_resolve_checkpoint_errors_are_clear(tmp_path: Path) -> None:
         resolve_checkpoint(tmp_path / "nope.pt")
     (tmp_path / "x.pt").write_bytes(b"")
     torch.save({"hello": 1}, tmp_path / "x.pt")
-    with pytest.raises(ValueError, match="not a Maple checkpoint"):
+    with pytest.raises(CheckpointError, match="not a Maple checkpoint"):
         load_checkpoint(tmp_path / "x.pt")
 
 
@@ -93,6 +98,7 @@ def test_resume_continues_from_the_saved_step(tmp_path: Path) -> None:
 
 def test_resume_with_a_different_model_fails_clearly(tmp_path: Path) -> None:
     train(memory_cfg(f"total_steps={ITER_STEPS}"), tmp_path)
+    config = (tmp_path / "config.yaml").read_text()
     with pytest.raises(ConfigError, match="different model"):
         train(
             memory_cfg(
@@ -100,6 +106,61 @@ def test_resume_with_a_different_model_fails_clearly(tmp_path: Path) -> None:
             ),
             tmp_path,
         )
+    assert (tmp_path / "config.yaml").read_text() == config  # the rejected config not written
+
+
+def test_resume_drops_metrics_rows_the_checkpoint_never_saw(tmp_path: Path) -> None:
+    """A kill between the metrics write and the checkpoint save leaves a row of an iteration
+    the checkpoint does not have; the resumed run writes that iteration again, once."""
+    train(memory_cfg(f"total_steps={2 * ITER_STEPS}"), tmp_path)
+    rows = read_metrics(tmp_path)
+    with (tmp_path / "metrics.csv").open("a", newline="") as f:
+        orphan = dict(rows[-1], iteration="3", global_step=str(3 * ITER_STEPS))
+        csv.DictWriter(f, fieldnames=list(rows[0])).writerow(orphan)
+    stale = tmp_path / "checkpoints" / ".last.pt.abc123.tmp"  # a writer killed mid-save
+    stale.write_bytes(b"partial")
+    train(memory_cfg(f"total_steps={4 * ITER_STEPS}", f"resume={tmp_path}"), tmp_path)
+    assert [int(r["iteration"]) for r in read_metrics(tmp_path)] == [1, 2, 3, 4]
+    assert not stale.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_an_unreadable_checkpoint_is_one_clear_error_naming_the_file(
+    tmp_path: Path, damage: str
+) -> None:
+    path = tmp_path / "last.pt"
+    save_checkpoint(path, {"global_step": 1, "model": {"w": torch.zeros(1000)}})
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncated" else os.urandom(len(data)))
+    with pytest.raises(CheckpointError, match=f"cannot read checkpoint {path}"):
+        load_checkpoint(path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "env=gym",
+            "env.id=CartPole-v1",
+            f"resume={path}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"cannot read checkpoint {path}" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_a_failed_write_names_the_checkpoint_and_keeps_the_old_one(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoints" / "last.pt"
+    save_checkpoint(path, {"global_step": 1})
+    with pytest.raises(OSError, match=f"could not write checkpoint {path}"):
+        save_checkpoint(path, {"global_step": 2, "unpicklable": lambda: None})
+    assert load_checkpoint(path)["global_step"] == 1
+    assert [p.name for p in path.parent.iterdir()] == ["last.pt"]
 
 
 def test_load_policy_rebuilds_the_policy_without_hydra(tmp_path: Path) -> None:

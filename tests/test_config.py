@@ -83,6 +83,10 @@ def test_wrong_type_fails() -> None:
         ("algo.bptt=-1", "bptt"),
         ("model.kind=gru", "model.kind"),
         ("env.num_envs=0", "num_envs"),
+        ("algo.bptt=129", r"algo.bptt \(129\) must be <= algo.rollout_steps \(128\)"),
+        ("max_minutes=0", "max_minutes must be > 0"),
+        ("algo.bc_steps=1000", "bc_steps > 0 needs algo.kickstart_coef"),
+        ("model.token_size=30", "token_size must be a multiple of model.attention_heads"),
     ],
 )
 def test_bad_values_fail_clearly(override: str, message: str) -> None:

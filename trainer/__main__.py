@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 
 import trainer.config  # noqa: F401  (registers the typed schemas)
 from mapleenv.vector.ray import ShardFailedError  # plain import; Ray is imported only by shards
+from trainer.checkpoint import CheckpointError
 from trainer.config import ConfigError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -47,7 +48,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         train(cfg, run_dir)
-    except ConfigError as exc:
+    except (ConfigError, CheckpointError, FileNotFoundError) as exc:  # bad input: one line
         log.error("%s", exc)
         sys.exit(2)
     except ShardFailedError as exc:

@@ -344,6 +344,11 @@ def _check_values(cfg: TrainConfig) -> list[str]:
         (all(s >= 1 for s in [*m.encoder_sizes, *m.head_sizes]), "layer sizes must be >= 1"),
         (a.rollout_steps >= 1, "algo.rollout_steps must be >= 1"),
         (a.bptt >= 0, "algo.bptt must be >= 0 (0 = whole rollout)"),
+        (
+            a.bptt <= a.rollout_steps,
+            f"algo.bptt ({a.bptt}) must be <= algo.rollout_steps ({a.rollout_steps}): a chunk "
+            "cannot be longer than the rollout (0 = the whole rollout)",
+        ),
         (a.epochs >= 1 and a.num_minibatches >= 1, "algo.epochs and num_minibatches must be >= 1"),
         (a.lr > 0, "algo.lr must be > 0"),
         (

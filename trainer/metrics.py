@@ -48,13 +48,19 @@ class MetricsLogger:
     ``extra_columns`` (e.g. ``win_rate/<opponent>``) follow :data:`COLUMNS`."""
 
     def __init__(
-        self, run_dir: str | Path, tensorboard: bool = True, extra_columns: tuple[str, ...] = ()
+        self,
+        run_dir: str | Path,
+        tensorboard: bool = True,
+        extra_columns: tuple[str, ...] = (),
+        through_iteration: int | None = None,
     ) -> None:
+        """``through_iteration`` (a resume): rows of later iterations are dropped, e.g. one
+        written just before a crash that the checkpoint being resumed did not see."""
         self.columns = (*COLUMNS, *extra_columns)
         self.path = Path(run_dir) / "metrics.csv"
         new_file = not self.path.exists() or self.path.stat().st_size == 0
         if not new_file:
-            self._widen_header()
+            self._rewrite_existing(through_iteration)
         self._file = self.path.open("a", newline="")
         self._csv = csv.DictWriter(self._file, fieldnames=self.columns, extrasaction="ignore")
         if new_file:
@@ -66,17 +72,28 @@ class MetricsLogger:
 
             self._tb = SummaryWriter(log_dir=str(Path(run_dir) / "tensorboard"))
 
-    def _widen_header(self) -> None:
+    def _rewrite_existing(self, through_iteration: int | None) -> None:
         """A resumed run may log other columns (a new opponent, evaluation on or off): keep
-        the file's columns in their order, add the new ones, and rewrite it if that changed
-        anything, so that every row stays under its header."""
+        the file's columns in their order and add the new ones, so that every row stays
+        under its header; drop rows past ``through_iteration``. Rewritten atomically, and
+        only if that changed anything."""
         with self.path.open(newline="") as f:
             reader = csv.DictReader(f)
             old = tuple(reader.fieldnames or ())
             rows = list(reader)
         self.columns = (*old, *(c for c in self.columns if c not in old))
-        if self.columns == old:
+        kept = rows
+        if through_iteration is not None:
+            kept = [r for r in rows if not _after(r.get("iteration"), through_iteration)]
+            if len(kept) < len(rows):
+                log.warning(
+                    "metrics.csv: dropped %d row(s) past iteration %d (not in the checkpoint)",
+                    len(rows) - len(kept),
+                    through_iteration,
+                )
+        if self.columns == old and len(kept) == len(rows):
             return
+        rows = kept
         tmp = self.path.with_suffix(".csv.tmp")
         with tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=self.columns)
@@ -98,6 +115,13 @@ class MetricsLogger:
         self._file.close()
         if self._tb is not None:
             self._tb.close()
+
+
+def _after(iteration: str | None, last: int) -> bool:
+    try:
+        return int(float(iteration or "")) > last
+    except ValueError:
+        return False
 
 
 def _is_nan(value: Any) -> bool:

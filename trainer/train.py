@@ -24,6 +24,7 @@ from trainer.checkpoint import (
     CHECKPOINT_DIR,
     LAST,
     load_checkpoint,
+    remove_stale_temporaries,
     resolve_checkpoint,
     rng_state,
     run_dir_of,
@@ -92,6 +93,7 @@ class Trainer:
             log.warning("algo.bf16 needs CUDA; training in float32 on %s", self.device)
 
         ckpt = load_checkpoint(resume_from) if resume_from is not None else None
+        self.resumed = ckpt is not None
         self.global_step = int(ckpt["global_step"]) if ckpt else 0
         self.iteration = int(ckpt["iteration"]) if ckpt else 0
         # seconds of training loop in all segments so far (max_minutes counts these)
@@ -270,6 +272,7 @@ class Trainer:
                 *self.evaluator.columns(),
                 *(KICKSTART_COLUMNS if self.adapter.has_teacher else ()),
             ),
+            through_iteration=self.iteration if self.resumed else None,
         )
         progress = ConsoleProgress(self.cfg.total_steps, self.global_step)
         start = time.perf_counter()
@@ -332,10 +335,12 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
         run_dir = run_dir_of(resume_from)
         log.info("resume: continuing run dir %s", run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(run_dir / CHECKPOINT_DIR)
     raw = OmegaConf.to_container(cfg, resolve=True)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     trainer = Trainer(typed, run_dir, raw, resume_from=resume_from)
     try:
+        # only now: a resume whose checkpoint this config cannot load must not overwrite it
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
         return trainer.run()
     finally:
         trainer.close()
