@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,3 +92,37 @@ def test_vector_env_on_shared_hosts_plays_and_cleans_up() -> None:
     finally:
         envs.close()
     assert not hosts & set(descendant_node_pids()) and not directory.exists()
+
+
+def test_stale_socket_dirs_of_dead_trainers_are_removed(tmp_path: Path) -> None:
+    """A trainer killed with SIGKILL leaves its maple-sim-* dir; the next pool removes it,
+    and only it: a live owner's dir, or a young one still being written, stays."""
+    import psutil
+
+    from mapleenv.backends.direct.pool import DIR_PREFIX, OWNER, remove_stale_pool_dirs
+
+    me = psutil.Process()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=30)
+
+    def pool_dir(name: str, owner: str | None, age_s: float = 0.0) -> Path:
+        directory = tmp_path / f"{DIR_PREFIX}{name}"
+        directory.mkdir()
+        if owner is not None:
+            (directory / OWNER).write_text(owner)
+        (directory / "host-0.pid").write_text(str(dead.pid))
+        then = directory.stat().st_mtime - age_s
+        os.utime(directory, (then, then))
+        return directory
+
+    live = pool_dir("live", f"{me.pid} {me.create_time():.3f}")
+    gone = pool_dir("gone", f"{dead.pid} 1.000")
+    reused = pool_dir("reused", f"{me.pid} 1.000")  # our pid, another start time
+    young = pool_dir("young", None)
+    orphan = pool_dir("orphan", None, age_s=3600)
+    other = tmp_path / "not-a-pool"
+    other.mkdir()
+    removed = remove_stale_pool_dirs(tmp_path)
+    assert sorted(removed) == sorted([gone, reused, orphan])
+    assert live.is_dir() and young.is_dir() and other.is_dir()
+    assert not gone.exists() and not reused.exists() and not orphan.exists()

@@ -17,13 +17,52 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from mapleenv.backends.direct.host import SimHost
 from mapleenv.showdown.process import Watchdog, forget_at_exit, stop_at_exit
 
 logger = logging.getLogger(__name__)
+
+DIR_PREFIX = "maple-sim-"
+OWNER = "owner"  # "<pid> <process start time>" of the process that made the directory
+
+
+def _owner_stamp(process: psutil.Process) -> str:
+    return f"{process.pid} {process.create_time():.3f}"
+
+
+def _owner_alive(directory: Path) -> bool:
+    """Whether the process that made ``directory`` still runs (a pid reused by another
+    process does not count). A directory without an owner file counts as alive while it is
+    young (its maker may be writing it now) or any of its hosts runs."""
+    try:
+        stamp = (directory / OWNER).read_text().split()
+    except OSError:
+        if time.time() - directory.stat().st_mtime < 60:
+            return True
+        pids = [int(p.read_text()) for p in directory.glob("host-*.pid") if p.read_text().isdigit()]
+        return any(psutil.pid_exists(pid) for pid in pids)
+    try:
+        return _owner_stamp(psutil.Process(int(stamp[0]))) == " ".join(stamp)
+    except (psutil.NoSuchProcess, ValueError, IndexError):
+        return False
+
+
+def remove_stale_pool_dirs(root: str | os.PathLike | None = None) -> list[Path]:
+    """Delete the socket directories of pools whose process is gone (a trainer killed with
+    SIGKILL cannot remove its own); returns them."""
+    root = Path(root or tempfile.gettempdir())
+    stale = [d for d in root.glob(f"{DIR_PREFIX}*") if d.is_dir() and not _owner_alive(d)]
+    for directory in stale:
+        shutil.rmtree(directory, ignore_errors=True)
+    if stale:
+        logger.info("removed %d stale simulator socket dir(s) in %s", len(stale), root)
+    return stale
 
 
 class SimHostPool:
@@ -53,7 +92,9 @@ class SimHostPool:
         """Start the hosts (each is listening when this returns)."""
         with self._lock:
             if self.directory is None:
-                self.directory = Path(tempfile.mkdtemp(prefix="maple-sim-"))
+                remove_stale_pool_dirs()
+                self.directory = Path(tempfile.mkdtemp(prefix=DIR_PREFIX))
+                (self.directory / OWNER).write_text(_owner_stamp(psutil.Process()))
                 (self.directory / "next").write_text("0")
                 stop_at_exit(self)
             try:
