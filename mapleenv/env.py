@@ -37,6 +37,7 @@ from mapleenv.backends.websocket import ShowdownBackend, wait_for_server
 from mapleenv.encoders import BattleEncoder, make_encoder, observation_box
 from mapleenv.opponents import make_opponent
 from mapleenv.reward import RewardConfig, RewardTracker
+from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import ShowdownError, external_server
 from mapleenv.showdown.server import ShowdownServer
 
@@ -115,6 +116,10 @@ class PokemonEnv(gymnasium.Env):
             self.gen = GenData.from_format(battle_format).gen
         except Exception as exc:
             raise ValueError(f"bad battle_format {battle_format!r}: {exc}") from exc
+        if backend == "direct" or server is None or isinstance(server, ShowdownServer):
+            # Maple runs the pinned simulator itself (an external server may have formats
+            # of its own)
+            check_format(battle_format, has_team=team is not None)
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {max_turns}")
         self.battle_format = battle_format

@@ -112,3 +112,24 @@ def test_ray_vectorization_settings_compose() -> None:
     assert cfg.env.vectorization == "ray" and cfg.env.ray.shards == 4
     with pytest.raises(ConfigError, match="env.vectorization must be async\\|ray"):
         to_train_config(compose_cfg("env.vectorization=threads"))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("env.battle_format=gen9nonsense", "unknown battle format 'gen9nonsense'; closest: gen9"),
+        ("env.battle_format=gen9ou", "'gen9ou' needs a team for each player"),
+    ],
+)
+def test_bad_battle_formats_fail_at_start(override: str, message: str) -> None:
+    """Checked against the pinned simulator's own format list before anything starts."""
+    with pytest.raises(ConfigError, match=message):
+        to_train_config(compose_cfg(override))
+    to_train_config(compose_cfg("env.battle_format=gen8randombattle"))  # a known one passes
+
+
+def test_the_env_refuses_an_unknown_format_before_starting_a_simulator() -> None:
+    from mapleenv.env import PokemonEnv
+
+    with pytest.raises(ValueError, match="unknown battle format 'gen9randombatle'; closest"):
+        PokemonEnv("gen9randombatle", backend="direct")

@@ -292,10 +292,27 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
     except Exception as exc:  # omegaconf raises MissingMandatoryValue, ValidationError...
         raise ConfigError(f"invalid config: {exc}") from exc
     assert isinstance(obj, TrainConfig)
-    problems = _check_values(obj)
+    problems = _check_values(obj) or _check_battle_format(obj.env)
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
     return obj
+
+
+def _check_battle_format(env: EnvConfig) -> list[str]:
+    """``env.battle_format`` against the pinned simulator's formats (Maple-run simulators
+    only: an external server may have formats of its own)."""
+    if not isinstance(env, ShowdownEnvConfig) or env.server_url is not None:
+        return []
+    from mapleenv.showdown import ShowdownError
+    from mapleenv.showdown.formats import check_format
+
+    try:
+        check_format(env.battle_format)
+    except ValueError as exc:
+        return [f"env.battle_format: {exc}"]
+    except ShowdownError:  # no Node or package here: the env start will say so
+        return []
+    return []
 
 
 def _check_values(cfg: TrainConfig) -> list[str]:

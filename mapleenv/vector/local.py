@@ -35,6 +35,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 from mapleenv.backends import available_backends, backend_available
 from mapleenv.env import PokemonEnv
 from mapleenv.reward import RewardConfig
+from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import external_server
 from mapleenv.showdown.server import ServerPool
 
@@ -121,6 +122,8 @@ def make_vector_env(
         backend = default_backend(server_url)
     if server_url is not None and backend != "server":
         raise ValueError(f"server_url needs backend='server' (got backend={backend!r})")
+    if server_url is None:  # before any worker starts (an external server has its own list)
+        check_format(battle_format, has_team=env_kwargs.get("team") is not None)
     if not backend_available(backend):
         raise NotImplementedError(
             f"backend {backend!r} is not available (registered: "

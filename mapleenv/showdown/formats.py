@@ -1,0 +1,53 @@
+"""The battle formats the pinned simulator knows, to stop a bad ``battle_format`` at start
+(the simulator would otherwise fall back or fail deep in a battle)."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import subprocess
+
+from mapleenv.showdown.package import ShowdownError, find_node, find_showdown
+
+_LIST_FORMATS = """
+const {Dex} = require(process.argv[1]);
+const out = {};
+for (const f of Dex.formats.all()) if (f.effectType === 'Format') out[f.id] = !f.team;
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@functools.cache
+def known_formats() -> dict[str, bool]:
+    """Every format id of the pinned ``pokemon-showdown`` package -> whether it needs teams
+    (no random-team generator)."""
+    sim = find_showdown() / "dist" / "sim"
+    try:
+        proc = subprocess.run(
+            [find_node(), "-e", _LIST_FORMATS, str(sim)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return json.loads(proc.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise ShowdownError(f"could not list the simulator's formats: {exc}") from exc
+
+
+def check_format(battle_format: str, has_team: bool = False) -> None:
+    """``ValueError`` (one line) for a format the simulator does not know, with the closest
+    names, or for a format that needs teams when none is given."""
+    formats = known_formats()
+    key = "".join(c for c in battle_format.lower() if c.isalnum())
+    if key not in formats:
+        close = difflib.get_close_matches(key, formats, n=3, cutoff=0.6)
+        hint = f"; closest: {', '.join(close)}" if close else ""
+        raise ValueError(f"unknown battle format {battle_format!r}{hint}")
+    if formats[key] and not has_team:
+        raise ValueError(
+            f"battle format {battle_format!r} needs a team for each player (no random teams): "
+            "give one (PokemonEnv team=...) or use a random-battle format such as "
+            "gen9randombattle"
+        )
