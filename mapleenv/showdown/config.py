@@ -48,6 +48,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "repl": False,
     "watchconfig": False,
     "backdoor": False,
+    "consoleips": [],  # no console (/eval, >>, /hotpatch) for anyone, local clients included
     "nofswriting": True,
     "noNetRequests": True,
     "forcetimer": False,

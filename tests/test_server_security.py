@@ -1,0 +1,66 @@
+"""A client of a Maple-started Showdown server cannot run console or admin commands."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import websockets
+
+EVAL_RESULT = "<<< 1764"  # what 42*42 would print if a command ran
+
+
+async def _session(url: str, commands: list[str], deadline_s: float = 30.0) -> list[str]:
+    """Log in as a guest-named user, send ``commands``, return every message until each
+    command was answered (or the deadline)."""
+    received: list[str] = []
+    async with websockets.connect(url) as ws:
+        deadline = time.monotonic() + deadline_s
+
+        async def read_until(predicate) -> None:
+            while time.monotonic() < deadline:
+                try:
+                    message = await asyncio.wait_for(ws.recv(), deadline - time.monotonic())
+                except TimeoutError:
+                    return
+                received.append(message)
+                if predicate(message):
+                    return
+
+        await read_until(lambda m: "|challstr|" in m)
+        await ws.send("|/trn Intruder,0,")  # noguestsecurity: any free name, no password
+        await read_until(lambda m: "|updateuser|" in m and "Intruder" in m)
+        for command in commands:
+            answered = len(received)
+            await ws.send(f"|{command}")
+            await read_until(lambda m, n=answered: len(received) > n and "|" in m)
+        await ws.send("|/cmd rooms")  # a harmless last command: everything before it ran
+        await read_until(lambda m: "|queryresponse|rooms|" in m)
+    return received
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_console_and_admin_commands_are_refused(showdown_server) -> None:
+    commands = [
+        "/eval 42*42",
+        ">> 42*42",
+        ">>> 42*42",
+        "/evalbattle 42*42",
+        "/hotpatch chat",
+        "/bash echo 1764",
+        "/declare pwned",
+        "/lockdown",
+    ]
+    url = showdown_server.server_configuration.websocket_url
+    replies = asyncio.run(_session(url, commands))
+    text = "\n".join(replies)
+    assert "|queryresponse|rooms|" in text, text[-2000:]  # the session really ran
+    for command in ("/eval", "/hotpatch", "/bash"):
+        assert f"/error {command} - Requires console access" in text, text[-2000:]
+    assert "/error /lockdown - Access denied" in text, text[-2000:]
+    assert EVAL_RESULT not in text and "1764" not in text.replace("42*42", "")
+    assert "pwned" not in text.replace("/declare pwned", "")
+    assert "lockdown" not in text.lower().replace("/lockdown", "")
+    assert showdown_server.is_alive()
