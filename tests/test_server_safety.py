@@ -1,4 +1,5 @@
-"""A client of a Maple-started Showdown server cannot run console or admin commands."""
+"""A Maple-started Showdown server refuses console and admin commands and frees ended battle
+rooms."""
 
 from __future__ import annotations
 
@@ -64,3 +65,48 @@ def test_console_and_admin_commands_are_refused(showdown_server) -> None:
     assert "pwned" not in text.replace("/declare pwned", "")
     assert "lockdown" not in text.lower().replace("/lockdown", "")
     assert showdown_server.is_alive()
+
+
+async def _room_gone(url: str, room: str, deadline_s: float) -> tuple[bool, str]:
+    """Poll ``/cmd roominfo`` (no join) until the server says the room does not exist."""
+    last = ""
+    async with websockets.connect(url) as ws:
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            await ws.send(f"|/cmd roominfo {room}")
+            while time.monotonic() < deadline:
+                try:
+                    message = await asyncio.wait_for(ws.recv(), deadline - time.monotonic())
+                except TimeoutError:
+                    break
+                if "|queryresponse|roominfo|" in message:
+                    last = message
+                    break
+            if '"error":"not found' in last:
+                return True, last
+            await asyncio.sleep(0.2)  # the players' /leave is on its way
+    return False, last
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_an_ended_battle_room_is_freed_once_its_players_left(showdown_server) -> None:
+    """Showdown keeps an empty ended battle room for 10 minutes; a Maple server frees it
+    as soon as both players left (a training server otherwise grew ~200 MB/min)."""
+    import numpy as np
+
+    from mapleenv.env import PokemonEnv
+
+    env = PokemonEnv(server=showdown_server, backend="server", opponent="random")
+    try:
+        obs, info = env.reset(seed=0)
+        done = False
+        while not done:
+            action = int(np.flatnonzero(obs["action_mask"])[0])
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+        url = showdown_server.server_configuration.websocket_url
+        gone, last = asyncio.run(_room_gone(url, info["battle_tag"], deadline_s=60))
+        assert gone, last
+    finally:
+        env.close()
