@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -266,26 +267,35 @@ class PokemonEnv(gymnasium.Env):
         super().reset(seed=seed)
         if self.server is not None and not self.server.is_alive():
             self._drop_backend()
-        attempts = 3
-        for attempt in range(1, attempts + 1):
-            try:
-                if self._backend is None:
-                    self._backend = self._make_backend(seed)
-                battle = self._backend.reset(seed=seed)
-                break
-            except BattleAborted as exc:
-                self._drop_backend()
-                if attempt == attempts:
-                    raise ShowdownError(
-                        f"could not start a battle after {attempts} attempts: {exc}"
-                    ) from exc
-                logger.warning(
-                    "reset: %s; reconnecting (attempt %d/%d)", exc, attempt + 1, attempts
-                )
+        battle = self._start_battle(seed)
         self._battle = battle
         self._episode_over = battle.finished
         self.reward_tracker.reset()
         return self._observe(battle), {"battle_tag": battle.battle_tag}
+
+    def _start_battle(self, seed: int | None) -> Battle:
+        """Start a battle, retrying with backoff (0.25 s doubling to 5 s) for up to
+        ``reconnect_timeout`` seconds: a killed simulator host or server is being restarted
+        by its watchdog meanwhile."""
+        deadline = time.monotonic() + self.reconnect_timeout
+        delay, attempt = 0.25, 0
+        while True:
+            attempt += 1
+            try:
+                if self._backend is None:
+                    self._backend = self._make_backend(seed)
+                return self._backend.reset(seed=seed)
+            except BattleAborted as exc:
+                self._drop_backend()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ShowdownError(
+                        f"could not start a battle in {self.reconnect_timeout:.0f} s "
+                        f"({attempt} attempts): {exc}"
+                    ) from exc
+                logger.warning("reset: %s; retrying in %.2f s (attempt %d)", exc, delay, attempt)
+                time.sleep(min(delay, remaining))
+                delay = min(2 * delay, 5.0)
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
         if self._battle is None or self._episode_over or self._backend is None:

@@ -68,6 +68,27 @@ def test_dead_host_is_restarted_and_envs_recover() -> None:
     assert not pid_alive(old) and pool.directory is None
 
 
+def test_reset_waits_for_the_watchdog_to_restart_the_only_host() -> None:
+    """With one simulator host, a battle start right after the host was killed retries
+    with backoff until the pool's watchdog has restarted it (it used to give up after three
+    back-to-back attempts, ending the run)."""
+    pool = SimHostPool(1).start()
+    pool.start_watchdog(interval=0.5)
+    try:
+        env = DirectPokemonEnv(opponent="random", seed=3, backend_kwargs={"host_pool": pool.spec})
+        try:
+            env.reset()
+            old = pool.hosts[0].pid
+            os.kill(old, signal.SIGKILL)
+            obs, info = env.reset()  # forfeits the battle on the dead host, then starts anew
+            assert pool.restarts >= 1 and pool.hosts[0].pid != old
+            env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        finally:
+            env.close()
+    finally:
+        pool.stop()
+
+
 def test_vector_env_on_shared_hosts_plays_and_cleans_up() -> None:
     before = set(descendant_node_pids())  # e.g. a session-wide Showdown server
     envs = make_direct_vector_env(3, sim_hosts=1, opponent="random", seed=1)
