@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -51,6 +52,33 @@ def terminate_envs(envs: VectorEnv) -> None:
                 process.terminate()
         base._state = AsyncState.DEFAULT  # nothing to wait for: its workers are gone
     envs.close(terminate=True)
+
+
+class EnvWorkerDied(RuntimeError):
+    """An env worker process ended during training (killed, crashed); names it."""
+
+
+def worker_failure(
+    envs: VectorEnv, exc: BaseException, grace_s: float = 5.0
+) -> EnvWorkerDied | None:
+    """If ``exc`` (raised by a vector step) came from dead ``AsyncVectorEnv`` workers, an
+    :class:`EnvWorkerDied` naming them (index, pid, exit code); else ``None``."""
+    base = envs.unwrapped
+    if not isinstance(base, AsyncVectorEnv) or not isinstance(exc, EOFError | OSError):
+        return None
+    # A killed worker's pipe closes a moment before its process can be reaped: wait for
+    # the exit (one worker at least) up to a deadline before deciding.
+    deadline = time.monotonic() + grace_s
+    while all(p.is_alive() for p in base.processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    dead = [
+        f"env worker {i} (pid {p.pid}, exit code {p.exitcode})"
+        for i, p in enumerate(base.processes)
+        if not p.is_alive()
+    ]
+    if not dead:
+        return None
+    return EnvWorkerDied(f"{', '.join(dead)} ended during a step ({type(exc).__name__})")
 
 
 def _make_gym(cfg: GymEnvConfig) -> VectorEnv:

@@ -33,7 +33,7 @@ from trainer.checkpoint import (
 )
 from trainer.config import ConfigError, TrainConfig, to_train_config
 from trainer.device import resolve_device
-from trainer.envs import make_envs, terminate_envs
+from trainer.envs import make_envs, terminate_envs, worker_failure
 from trainer.episodes import OpponentStats, win_rate_columns
 from trainer.evaluation import PeriodicEvaluator
 from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
@@ -293,6 +293,12 @@ class Trainer:
                     self.save(f"step_{self.global_step:010d}.pt")
                 if self.iteration % self.cfg.log_every == 0 or self.progress() >= 1.0:
                     log.info("iter %d | %s", self.iteration, summary_line(row))
+        except (EOFError, OSError) as exc:
+            failure = worker_failure(self.envs, exc)
+            if failure is None:
+                raise
+            self._interrupted = True  # the dead workers' pipes cannot be closed politely
+            raise failure from exc
         except KeyboardInterrupt:
             self._interrupted = True
             with _sigint_ignored():  # a second Ctrl-C must not break the final save
@@ -321,7 +327,7 @@ class Trainer:
                 else:
                     self.envs.close()
             except Exception as exc:  # a worker that died on Ctrl-C must not hide the real error
-                log.warning("closing envs failed: %s", exc)
+                log.warning("closing envs failed: %r", exc)
             self.envs = None
 
 

@@ -1,0 +1,77 @@
+"""Faults during training with real processes: a killed env worker stops the run cleanly."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _rows(path: Path) -> int:
+    try:
+        with path.open(newline="") as f:
+            return len(list(csv.DictReader(f)))
+    except OSError:
+        return 0
+
+
+def _env_workers(pid: int) -> list[psutil.Process]:
+    """The trainer's AsyncVectorEnv workers (spawned Python children)."""
+    workers = []
+    for child in psutil.Process(pid).children():
+        try:
+            cmdline = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if "spawn_main" in cmdline and "resource_tracker" not in cmdline:
+            workers.append(child)
+    return workers
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_killed_env_worker_stops_the_run_with_one_line_naming_it(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            "total_steps=1000000",
+            "tensorboard=false",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 200
+        while _rows(tmp_path / "metrics.csv") < 1:  # training is under way
+            assert proc.poll() is None and time.monotonic() < deadline, "no iteration logged"
+            time.sleep(0.2)
+        workers = _env_workers(proc.pid)
+        assert len(workers) == 1
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+        os.kill(workers[0].pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, out[-3000:]
+    assert f"env worker 0 (pid {workers[0].pid}, exit code -9) ended during a step" in out
+    assert f"resume={tmp_path}" in out and "Traceback" not in out, out[-3000:]
+    assert (tmp_path / "checkpoints" / "last.pt").is_file()
+    _, alive = psutil.wait_procs(descendants, timeout=30)  # nothing left running
+    assert not alive, [p.pid for p in alive]
