@@ -75,3 +75,45 @@ def test_a_killed_env_worker_stops_the_run_with_one_line_naming_it(tmp_path: Pat
     assert (tmp_path / "checkpoints" / "last.pt").is_file()
     _, alive = psutil.wait_procs(descendants, timeout=30)  # nothing left running
     assert not alive, [p.pid for p in alive]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_stopped_env_worker_is_logged_then_stops_the_run(tmp_path: Path) -> None:
+    """SIGSTOP of a worker: a stall line after 10 s, then one line naming the worker at
+    env.step_timeout_s, the checkpoint kept, and the stopped worker killed (not leaked)."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainer",
+            "+experiment=smoke",
+            "total_steps=1000000",
+            "tensorboard=false",
+            "env.step_timeout_s=15",
+            f"hydra.run.dir={tmp_path}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 200
+        while _rows(tmp_path / "metrics.csv") < 1:
+            assert proc.poll() is None and time.monotonic() < deadline, "no iteration logged"
+            time.sleep(0.2)
+        (worker,) = _env_workers(proc.pid)
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+        worker.suspend()  # SIGSTOP
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, out[-3000:]
+    assert "env step stalled for over 10 s: worker(s) [0] silent" in out, out[-3000:]
+    assert "env worker(s) [0] did not answer a step within 15 s" in out, out[-3000:]
+    assert f"resume={tmp_path}" in out and "Traceback" not in out, out[-3000:]
+    _, alive = psutil.wait_procs(descendants, timeout=30)
+    assert not alive, [p.pid for p in alive]

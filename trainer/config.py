@@ -106,6 +106,9 @@ class EnvConfig:
 
     kind: str = MISSING
     num_envs: int = 8
+    # a step that some async env worker does not answer within this many seconds stops
+    # the run (stalls over 10 s are logged); None = wait forever
+    step_timeout_s: float | None = 300.0
 
 
 @dataclass
@@ -328,6 +331,10 @@ def _check_values(cfg: TrainConfig) -> list[str]:
         (cfg.checkpoint_every >= 0, "checkpoint_every must be >= 0"),
         (cfg.log_every >= 1, "log_every must be >= 1"),
         (e.num_envs >= 1, "env.num_envs must be >= 1"),
+        (
+            e.step_timeout_s is None or e.step_timeout_s > 0,
+            "env.step_timeout_s must be > 0 (or null)",
+        ),
         (e.kind in ("showdown", "gym"), f"env.kind must be showdown|gym, got {e.kind!r}"),
         (
             not isinstance(e, ShowdownEnvConfig)

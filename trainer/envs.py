@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
+from multiprocessing import connection as mp_connection
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.async_vector_env import AsyncState
 
 from trainer.config import EnvConfig, GymEnvConfig, ShowdownEnvConfig
@@ -22,10 +24,65 @@ def make_envs(
     if cfg.num_envs < 1:
         raise ValueError(f"env.num_envs must be >= 1, got {cfg.num_envs}")
     if isinstance(cfg, ShowdownEnvConfig) or cfg.kind == "showdown":
-        return _make_showdown(cfg, seed, log_dir)  # type: ignore[arg-type]
-    if isinstance(cfg, GymEnvConfig) or cfg.kind == "gym":
-        return _make_gym(cfg)  # type: ignore[arg-type]
-    raise ValueError(f"env.kind must be 'showdown' or 'gym', got {cfg.kind!r}")
+        envs = _make_showdown(cfg, seed, log_dir)  # type: ignore[arg-type]
+    elif isinstance(cfg, GymEnvConfig) or cfg.kind == "gym":
+        envs = _make_gym(cfg)  # type: ignore[arg-type]
+    else:
+        raise ValueError(f"env.kind must be 'showdown' or 'gym', got {cfg.kind!r}")
+    if isinstance(envs, AsyncVectorEnv) and cfg.step_timeout_s is not None:
+        return StepWatch(envs, cfg.step_timeout_s)
+    return envs
+
+
+class EnvWorkerStalled(RuntimeError):
+    """Env workers that did not answer a step within the timeout (hung, stopped); names them."""
+
+
+class StepWatch(VectorWrapper):
+    """Steps an ``AsyncVectorEnv`` while watching its workers' replies: a stall longer than
+    ``log_after_s`` is logged once, naming the silent workers; past ``timeout_s`` the step
+    raises :class:`EnvWorkerStalled` (the trainer then stops with its checkpoint)."""
+
+    def __init__(self, env: AsyncVectorEnv, timeout_s: float, log_after_s: float = 10.0):
+        super().__init__(env)
+        self.timeout_s, self.log_after_s = timeout_s, min(log_after_s, timeout_s)
+
+    def step(self, actions: Any) -> Any:
+        self.env.step_async(actions)
+        pipes = self.env.unwrapped.parent_pipes
+        silent = list(range(len(pipes)))
+        start = time.monotonic()
+        logged = False
+        while silent:
+            elapsed = time.monotonic() - start
+            if elapsed >= self.timeout_s:
+                raise EnvWorkerStalled(
+                    f"env worker(s) {silent} did not answer a step within "
+                    f"{self.timeout_s:.0f} s (env.step_timeout_s)"
+                )
+            if not logged and elapsed >= self.log_after_s:
+                log.warning(
+                    "env step stalled for over %.0f s: worker(s) %s silent",
+                    self.log_after_s,
+                    silent,
+                )
+                logged = True
+            ready = mp_connection.wait(
+                [pipes[i] for i in silent], timeout=min(1.0, self.timeout_s - elapsed)
+            )
+            silent = [i for i in silent if pipes[i] not in ready]
+        if logged:
+            log.warning("env step resumed after %.1f s", time.monotonic() - start)
+        return self.env.step_wait()
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.env.call(name, *args, **kwargs)
+
+    def get_attr(self, name: str) -> Any:
+        return self.env.get_attr(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        self.env.set_attr(name, values)
 
 
 def autoreset_mode(envs: VectorEnv) -> AutoresetMode:
@@ -50,6 +107,12 @@ def terminate_envs(envs: VectorEnv) -> None:
         for process in base.processes:
             if process.is_alive():
                 process.terminate()
+        deadline = time.monotonic() + 5.0
+        for process in base.processes:  # a stopped (SIGSTOP) worker ignores SIGTERM
+            process.join(max(deadline - time.monotonic(), 0.0))
+            if process.is_alive():
+                process.kill()
+                process.join(5.0)
         base._state = AsyncState.DEFAULT  # nothing to wait for: its workers are gone
     envs.close(terminate=True)
 

@@ -33,7 +33,7 @@ from trainer.checkpoint import (
 )
 from trainer.config import ConfigError, TrainConfig, to_train_config
 from trainer.device import resolve_device
-from trainer.envs import make_envs, terminate_envs, worker_failure
+from trainer.envs import EnvWorkerStalled, make_envs, terminate_envs, worker_failure
 from trainer.episodes import OpponentStats, win_rate_columns
 from trainer.evaluation import PeriodicEvaluator
 from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
@@ -293,6 +293,9 @@ class Trainer:
                     self.save(f"step_{self.global_step:010d}.pt")
                 if self.iteration % self.cfg.log_every == 0 or self.progress() >= 1.0:
                     log.info("iter %d | %s", self.iteration, summary_line(row))
+        except EnvWorkerStalled:
+            self._interrupted = True  # hung workers: terminate, don't wait
+            raise
         except (EOFError, OSError) as exc:
             failure = worker_failure(self.envs, exc)
             if failure is None:
