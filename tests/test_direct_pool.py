@@ -89,6 +89,28 @@ def test_reset_waits_for_the_watchdog_to_restart_the_only_host() -> None:
         pool.stop()
 
 
+def test_a_stopped_host_fails_its_health_check_and_is_replaced() -> None:
+    """SIGSTOP of the only host: the watchdog's ping times out, the host is killed and
+    restarted, the battle in flight is aborted and the next one is played."""
+    pool = SimHostPool(1, health_timeout=2.0).start()
+    pool.start_watchdog(interval=0.5)
+    try:
+        env = DirectPokemonEnv(opponent="random", seed=4, backend_kwargs={"host_pool": pool.spec})
+        try:
+            obs, _ = env.reset()
+            old = pool.hosts[0].pid
+            os.kill(old, signal.SIGSTOP)
+            _, _, terminated, truncated, info = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+            assert truncated and not terminated and "aborted" in info
+            obs, _ = env.reset()
+            assert pool.restarts >= 1 and pool.hosts[0].pid != old and not pid_alive(old)
+            env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        finally:
+            env.close()
+    finally:
+        pool.stop()
+
+
 def test_vector_env_on_shared_hosts_plays_and_cleans_up() -> None:
     before = set(descendant_node_pids())  # e.g. a session-wide Showdown server
     envs = make_direct_vector_env(3, sim_hosts=1, opponent="random", seed=1)

@@ -158,6 +158,13 @@ class SimHost(_Channel):
             f"stderr tail:\n{tail}"
         )
 
+    def kill(self) -> None:
+        """SIGKILL the child (a hung or stopped host does not read its stdin)."""
+        with contextlib.suppress(OSError):
+            self._proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=5)
+
     def close(self) -> None:
         """Stop the child (EOF on stdin, then SIGTERM/SIGKILL if it lingers)."""
         if self._proc.poll() is None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from mapleenv.backends.direct.host import SimHost
+from mapleenv.backends.direct.host import SimHost, SimHostConnection, SimHostError
 from mapleenv.showdown.process import Watchdog, forget_at_exit, stop_at_exit
 
 logger = logging.getLogger(__name__)
@@ -68,7 +68,15 @@ def remove_stale_pool_dirs(root: str | os.PathLike | None = None) -> list[Path]:
 class SimHostPool:
     """``size`` listening :class:`SimHost` processes (default: one per core)."""
 
-    def __init__(self, size: int | None = None, showdown_dir: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        size: int | None = None,
+        showdown_dir: str | os.PathLike | None = None,
+        health_timeout: float | None = 10.0,
+    ):
+        """``health_timeout``: the watchdog kills (and so restarts) a host that does not
+        answer a ping within this many seconds (hung, SIGSTOPped); None = no ping."""
+        self.health_timeout = health_timeout
         self.size = size or os.cpu_count() or 1
         if self.size < 1:
             raise ValueError(f"a host pool needs at least one host, got {size}")
@@ -112,11 +120,34 @@ class SimHostPool:
             raise RuntimeError("start() the pool first")
         return {"dir": str(self.directory), "size": self.size}
 
+    def _responsive(self, i: int) -> bool:
+        """Whether host ``i`` answers a ping (a no-op line) within ``health_timeout``."""
+        try:
+            with SimHostConnection(str(self._socket(i)), timeout=self.health_timeout) as conn:
+                conn.send("health", ["destroy"])
+            return True
+        except SimHostError:
+            return False
+
     def ensure_running(self) -> int:
-        """Restart dead hosts on their socket; returns how many were restarted."""
+        """Restart dead hosts on their socket, killing hung ones first (no answer to a
+        ping within ``health_timeout``); returns how many were restarted."""
         restarted = 0
         with self._lock:
             for i, host in enumerate(self.hosts):
+                if (
+                    host is not None
+                    and self.health_timeout is not None
+                    and host.alive()
+                    and not self._responsive(i)
+                ):
+                    logger.warning(
+                        "simulator host %d (pid %d) did not answer a ping in %.0f s; killing it",
+                        i,
+                        host.pid,
+                        self.health_timeout,
+                    )
+                    host.kill()
                 if host is not None and not host.alive():
                     logger.warning("simulator host %d (pid %d) died; restarting", i, host.pid)
                     host.close()
