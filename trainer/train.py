@@ -344,6 +344,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
         run_dir = run_dir_of(resume_from)
         log.info("resume: continuing run dir %s", run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    log.info("run dir: %s", run_dir)
     remove_stale_temporaries(run_dir / CHECKPOINT_DIR)
     raw = OmegaConf.to_container(cfg, resolve=True)
     trainer = Trainer(typed, run_dir, raw, resume_from=resume_from)
