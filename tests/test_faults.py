@@ -37,9 +37,8 @@ def _env_workers(pid: int) -> list[psutil.Process]:
     return workers
 
 
-@pytest.mark.integration
-@pytest.mark.timeout(300)
-def test_a_killed_env_worker_stops_the_run_with_one_line_naming_it(tmp_path: Path) -> None:
+def _start_training(run_dir: Path, *overrides: str) -> subprocess.Popen:
+    """The smoke run (one env) with ``overrides``, returned once an iteration is logged."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -48,27 +47,42 @@ def test_a_killed_env_worker_stops_the_run_with_one_line_naming_it(tmp_path: Pat
             "+experiment=smoke",
             "total_steps=1000000",
             "tensorboard=false",
-            f"hydra.run.dir={tmp_path}",
+            f"hydra.run.dir={run_dir}",
+            *overrides,
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    deadline = time.monotonic() + 200
+    while _rows(run_dir / "metrics.csv") < 1:  # training is under way
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"no iteration logged: {proc.communicate()[0][-3000:]}")
+        time.sleep(0.2)
+    return proc
+
+
+def _finish(proc: subprocess.Popen) -> str:
+    """Wait for the run to end by itself (killing it past a deadline); its output."""
     try:
-        deadline = time.monotonic() + 200
-        while _rows(tmp_path / "metrics.csv") < 1:  # training is under way
-            assert proc.poll() is None and time.monotonic() < deadline, "no iteration logged"
-            time.sleep(0.2)
-        workers = _env_workers(proc.pid)
-        assert len(workers) == 1
-        descendants = psutil.Process(proc.pid).children(recursive=True)
-        os.kill(workers[0].pid, signal.SIGKILL)
-        out, _ = proc.communicate(timeout=120)
+        return proc.communicate(timeout=120)[0]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_killed_env_worker_stops_the_run_with_one_line_naming_it(tmp_path: Path) -> None:
+    proc = _start_training(tmp_path)
+    workers = _env_workers(proc.pid)
+    assert len(workers) == 1
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    os.kill(workers[0].pid, signal.SIGKILL)
+    out = _finish(proc)
     assert proc.returncode == 1, out[-3000:]
     assert f"env worker 0 (pid {workers[0].pid}, exit code -9) ended during a step" in out
     assert f"resume={tmp_path}" in out and "Traceback" not in out, out[-3000:]
@@ -82,35 +96,11 @@ def test_a_killed_env_worker_stops_the_run_with_one_line_naming_it(tmp_path: Pat
 def test_a_stopped_env_worker_is_logged_then_stops_the_run(tmp_path: Path) -> None:
     """SIGSTOP of a worker: a stall line after 10 s, then one line naming the worker at
     env.step_timeout_s, the checkpoint kept, and the stopped worker killed (not leaked)."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "trainer",
-            "+experiment=smoke",
-            "total_steps=1000000",
-            "tensorboard=false",
-            "env.step_timeout_s=15",
-            f"hydra.run.dir={tmp_path}",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 200
-        while _rows(tmp_path / "metrics.csv") < 1:
-            assert proc.poll() is None and time.monotonic() < deadline, "no iteration logged"
-            time.sleep(0.2)
-        (worker,) = _env_workers(proc.pid)
-        descendants = psutil.Process(proc.pid).children(recursive=True)
-        worker.suspend()  # SIGSTOP
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    proc = _start_training(tmp_path, "env.step_timeout_s=15")
+    (worker,) = _env_workers(proc.pid)
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    worker.suspend()  # SIGSTOP
+    out = _finish(proc)
     assert proc.returncode == 1, out[-3000:]
     assert "env step stalled for over 10 s: worker(s) [0] silent" in out, out[-3000:]
     assert "env worker(s) [0] did not answer a step within 15 s" in out, out[-3000:]

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from trainer.config import ModelConfig
+from trainer.policies.base import StatelessPolicy
 from trainer.policies.masking import mask_logits
 from trainer.recurrent import Hidden, run_lstm, zero_state
 
@@ -62,7 +63,7 @@ class Trunk(nn.Module):
         return run_lstm(self.lstm, x, hidden, episode_start)
 
 
-class ActorCritic(nn.Module):
+class ActorCritic(StatelessPolicy):
     """Actor-critic over ``Trunk``s; ``shared_trunk=False`` gives the critic its own trunk.
 
     With separate trunks the two LSTM states are concatenated along the last dimension, so
@@ -103,17 +104,13 @@ class ActorCritic(nn.Module):
             return ()
         return zero_state(self.cfg.num_layers, batch, self.state_size, device)
 
-    def forward(
+    def forward_sequence(
         self,
         obs: torch.Tensor,
         action_mask: torch.Tensor,
         hidden: Hidden,
         episode_start: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
-        """Masked logits, value and the new state; see the module docstring for shapes."""
-        step_form = episode_start.dim() == 1
-        if step_form:
-            obs, action_mask, episode_start = obs[None], action_mask[None], episode_start[None]
         if self.critic_trunk is None:
             feat, new_hidden = self.trunk(obs, hidden, episode_start)
             critic_feat = feat
@@ -128,6 +125,4 @@ class ActorCritic(nn.Module):
             )
         logits = mask_logits(self.policy_head(feat).float(), action_mask)
         value = self.value_head(critic_feat).float().squeeze(-1)
-        if step_form:
-            logits, value = logits[0], value[0]
         return logits, value, new_hidden

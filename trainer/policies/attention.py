@@ -17,6 +17,7 @@ from torch import nn
 
 from mapleenv.encoders.rich import layout
 from trainer.config import ModelConfig
+from trainer.policies.base import StatelessPolicy
 from trainer.policies.masking import mask_logits
 from trainer.recurrent import Hidden, run_lstm, zero_state
 
@@ -143,7 +144,7 @@ class EntityBlock(nn.Module):
         return x + self.ff2(F.relu(self.ff1(self.norm2(x))))
 
 
-class AttentionActorCritic(nn.Module):
+class AttentionActorCritic(StatelessPolicy):
     """Transformer over battle entities + LSTM memory; the LSTM policy's exact contract.
 
     ``forward(obs, action_mask, hidden, episode_start) -> (logits, value, new_hidden)`` in
@@ -190,16 +191,13 @@ class AttentionActorCritic(nn.Module):
         """A zero state ``(h, c)`` of ``[num_layers, batch, hidden_size]``."""
         return zero_state(self.cfg.num_layers, batch, self.cfg.hidden_size, device)
 
-    def forward(
+    def forward_sequence(
         self,
         obs: torch.Tensor,
         action_mask: torch.Tensor,
         hidden: Hidden,
         episode_start: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
-        step_form = episode_start.dim() == 1
-        if step_form:
-            obs, action_mask, episode_start = obs[None], action_mask[None], episode_start[None]
         steps, batch = episode_start.shape
         x, empty = self.tokens(obs.reshape(steps * batch, -1))
         key_bias = torch.zeros(empty.shape, dtype=x.dtype, device=x.device)
@@ -227,8 +225,6 @@ class AttentionActorCritic(nn.Module):
         value = self.value_head(context.unsqueeze(1), memory).view(-1)
         logits = mask_logits(logits.float().view(steps, batch, -1), action_mask)
         value = value.float().view(steps, batch)
-        if step_form:
-            logits, value = logits[0], value[0]
         return logits, value, new_hidden
 
 
