@@ -107,3 +107,18 @@ def test_a_stopped_env_worker_is_logged_then_stops_the_run(tmp_path: Path) -> No
     assert f"resume={tmp_path}" in out and "Traceback" not in out, out[-3000:]
     _, alive = psutil.wait_procs(descendants, timeout=30)
     assert not alive, [p.pid for p in alive]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", ["direct", "server"])
+def test_a_trainer_killed_with_sigkill_leaves_nothing_running(tmp_path: Path, backend: str) -> None:
+    """Env workers, simulator hosts and servers die with the trainer (PDEATHSIG), within
+    seconds (server-backend workers used to wait up to a minute on their connection)."""
+    proc = _start_training(tmp_path, f"env.backend={backend}")
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    assert _env_workers(proc.pid)
+    proc.kill()
+    proc.communicate()
+    _, alive = psutil.wait_procs(descendants, timeout=10)
+    assert not alive, [(p.pid, p.name()) for p in alive]

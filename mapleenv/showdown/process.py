@@ -34,6 +34,18 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     _libc_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def die_with_parent() -> None:
+    """Make this process get SIGKILL when its parent dies (Linux; elsewhere a no-op): for
+    workers started by ``multiprocessing``, which would outlive a trainer killed with
+    SIGKILL while they wait on a slow call."""
+    if _libc_prctl is None:
+        return
+    parent = os.getppid()
+    _die_with_parent()
+    if os.getppid() != parent:  # the parent died before the call: nothing would signal us
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def spawn(cmd: Sequence[str], **popen_kwargs: Any) -> subprocess.Popen:
     """``subprocess.Popen(cmd, ...)`` whose child gets SIGKILL when the thread that started
     it exits (Linux ``PR_SET_PDEATHSIG``): start children from a long-lived thread."""

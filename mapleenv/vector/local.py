@@ -37,12 +37,19 @@ from mapleenv.env import PokemonEnv
 from mapleenv.reward import RewardConfig
 from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import external_server
+from mapleenv.showdown.process import die_with_parent
 from mapleenv.showdown.server import ServerPool
 
 logger = logging.getLogger(__name__)
 
 BACKEND_ENV_VAR = "MAPLE_BACKEND"
 """Environment variable naming the backend used when none is given (tests run both)."""
+
+
+def _worker_env(**kwargs: Any) -> PokemonEnv:
+    """Runs in each env worker: tie the worker's life to the parent's, then build its env."""
+    die_with_parent()
+    return PokemonEnv(**kwargs)
 
 
 def default_backend(server_url: str | None = None) -> str:
@@ -164,7 +171,7 @@ def make_vector_env(
     )
     env_fns = [
         functools.partial(
-            PokemonEnv, server=configurations[i], seed=None if seed is None else seed + i, **common
+            _worker_env, server=configurations[i], seed=None if seed is None else seed + i, **common
         )
         for i in range(num_envs)
     ]
