@@ -127,7 +127,7 @@ def worker_failure(
     """If ``exc`` (raised by a vector step) came from dead ``AsyncVectorEnv`` workers, an
     :class:`EnvWorkerDied` naming them (index, pid, exit code); else ``None``."""
     base = envs.unwrapped
-    if not isinstance(base, AsyncVectorEnv) or not isinstance(exc, EOFError | OSError):
+    if not isinstance(base, AsyncVectorEnv) or not isinstance(exc, EOFError | ConnectionError):
         return None
     # A killed worker's pipe closes a moment before its process can be reaped: wait for
     # the exit (one worker at least) up to a deadline before deciding.

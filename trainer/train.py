@@ -296,7 +296,7 @@ class Trainer:
         except EnvWorkerStalled:
             self._interrupted = True  # hung workers: terminate, don't wait
             raise
-        except (EOFError, OSError) as exc:
+        except (EOFError, ConnectionError) as exc:  # a worker's pipe closed mid-step
             failure = worker_failure(self.envs, exc)
             if failure is None:
                 raise

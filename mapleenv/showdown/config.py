@@ -98,11 +98,17 @@ exports.startuphook = function () {
   // An ended battle's room is kept 10 minutes after its last user left (for people
   // re-reading it); Maple plays thousands of battles an hour and its players leave each
   // room as the battle ends, so an ended, empty battle room is freed at once.
+  // A battle log being written (logchallenges) needs its room until the write is done.
+  const logBattle = Rooms.RoomBattle.prototype.logBattle;
+  Rooms.RoomBattle.prototype.logBattle = function (...args) {
+    this.mapleLogWritten = Promise.resolve(logBattle.apply(this, args)).catch(() => {});
+    return this.mapleLogWritten;
+  };
   const onLeave = Rooms.GameRoom.prototype.onLeave;
   Rooms.GameRoom.prototype.onLeave = function (user) {
     const left = onLeave.call(this, user);
     if (left && !this.userCount && this.battle && this.battle.ended) {
-      setImmediate(() => {
+      void Promise.resolve(this.battle.mapleLogWritten).then(() => {
         if (!this.userCount && Rooms.get(this.roomid) === this) this.expire();
       });
     }
