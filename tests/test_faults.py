@@ -122,3 +122,20 @@ def test_a_trainer_killed_with_sigkill_leaves_nothing_running(tmp_path: Path, ba
     proc.communicate()
     _, alive = psutil.wait_procs(descendants, timeout=10)
     assert not alive, [(p.pid, p.name()) for p in alive]
+
+
+def test_building_a_vector_env_leaves_the_parent_without_pdeathsig() -> None:
+    """Gymnasium builds one env in the parent for the spaces: the workers' PDEATHSIG must
+    not be set there (a trainer started from a shell that exits was killed with it)."""
+    import ctypes
+
+    from mapleenv import make_vector_env
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    envs = make_vector_env(1, opponent="random", backend="direct", sim_hosts=1)
+    try:
+        signal_number = ctypes.c_int(-1)
+        assert prctl(2, ctypes.byref(signal_number)) == 0  # PR_GET_PDEATHSIG
+        assert signal_number.value == 0
+    finally:
+        envs.close()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import multiprocessing
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,8 +48,12 @@ BACKEND_ENV_VAR = "MAPLE_BACKEND"
 
 
 def _worker_env(**kwargs: Any) -> PokemonEnv:
-    """Runs in each env worker: tie the worker's life to the parent's, then build its env."""
-    die_with_parent()
+    """Builds an env; in an env worker, first ties the worker's life to its parent's.
+
+    ``AsyncVectorEnv`` also calls this in the parent process (for the spaces): there it
+    must not set PDEATHSIG, or the trainer would die with the shell that started it."""
+    if multiprocessing.parent_process() is not None:
+        die_with_parent()
     return PokemonEnv(**kwargs)
 
 
