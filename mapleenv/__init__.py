@@ -1,7 +1,8 @@
 """Maple environment side: Showdown servers, battle env, encoders, reward, opponents.
 
-``import mapleenv`` registers the Gymnasium id ``mapleenv/Showdown-v0``
-(:class:`mapleenv.env.PokemonEnv`). Everything else is imported lazily, so importing
+``import mapleenv`` registers the Gymnasium ids ``mapleenv/Showdown-v0``
+(:class:`mapleenv.env.PokemonEnv`) and ``mapleenv/Memory-v0`` (:mod:`mapleenv.memory`, a toy
+memory task). Everything else is imported lazily, so importing
 the package stays light (no torch, no poke-env until used).
 """
 
@@ -13,9 +14,12 @@ from typing import Any
 from gymnasium.envs.registration import register, registry
 
 ENV_ID = "mapleenv/Showdown-v0"
+MEMORY_ENV_ID = "mapleenv/Memory-v0"  # a toy memory task for checking recurrent learners
 
 if ENV_ID not in registry:
     register(id=ENV_ID, entry_point="mapleenv.env:PokemonEnv", nondeterministic=True)
+if MEMORY_ENV_ID not in registry:
+    register(id=MEMORY_ENV_ID, entry_point="mapleenv.memory:MemoryEnv")
 
 _LAZY = {
     "PokemonEnv": "mapleenv.env",
@@ -35,7 +39,7 @@ _LAZY = {
     "register_opponent": "mapleenv.opponents",
 }
 
-__all__ = ["ENV_ID", *_LAZY]
+__all__ = ["ENV_ID", "MEMORY_ENV_ID", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from memory_env import MEMORY_OVERRIDES, register_memory_env
+from memory_env import MEMORY_ENV_ID, MEMORY_OVERRIDES, register_memory_env
 from omegaconf import OmegaConf
 
 from trainer.__main__ import CONF_DIR
@@ -167,7 +167,7 @@ def test_load_policy_rebuilds_the_policy_without_hydra(tmp_path: Path) -> None:
     train(memory_cfg(f"total_steps={ITER_STEPS}"), tmp_path)
     ckpt = load_checkpoint(tmp_path / "checkpoints" / "last.pt")
     policy, cfg = policy_from_snapshot(ckpt), OmegaConf.create(ckpt["config"])
-    assert cfg.model.hidden_size == 32 and cfg.env.id == "MapleTest/Memory-v0"
+    assert cfg.model.hidden_size == 32 and cfg.env.id == MEMORY_ENV_ID
     assert not policy.training and policy.recurrent
     ckpt = load_checkpoint(tmp_path)
     assert all(torch.equal(v, ckpt["model"][k]) for k, v in policy.state_dict().items())

@@ -145,6 +145,8 @@ def worker_failure(
 
 
 def _make_gym(cfg: GymEnvConfig) -> VectorEnv:
+    import mapleenv  # noqa: F401  (registers mapleenv/* ids, e.g. mapleenv/Memory-v0)
+
     try:
         gym.spec(cfg.id)
     except gym.error.Error as exc:
