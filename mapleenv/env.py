@@ -80,8 +80,9 @@ class PokemonEnv(gymnasium.Env):
 
     ``info`` at the end of an episode holds ``won`` (False for a loss, a tie or a
     max_turns truncation), ``battle_tag``, ``turns`` and ``opponent`` (its name; a
-    mix names the one it drew, see :mod:`mapleenv.opponents.mix`); an aborted battle (server
-    lost, timeout) ends with ``truncated=True`` and ``info["aborted"]`` (and no
+    mix names the one it drew, see :mod:`mapleenv.opponents.mix`), and
+    ``opponent_policy_id`` when a frozen policy from a self-play pool played; an aborted
+    battle (server lost, timeout) ends with ``truncated=True`` and ``info["aborted"]`` (and no
     ``won``), and the next ``reset`` reconnects.
     """
 
@@ -338,6 +339,10 @@ class PokemonEnv(gymnasium.Env):
                 "turns": battle.turn,
                 "opponent": self.opponent_label(battle.battle_tag),
             }
+            policy_id_for = getattr(self.opponent, "policy_id_for", None)
+            policy_id = policy_id_for(battle.battle_tag) if callable(policy_id_for) else None
+            if policy_id is not None:  # a frozen policy played (self-play's promotion gate)
+                info["opponent_policy_id"] = int(policy_id)
             if self.replay_dir is not None:
                 battle.save_replay(Path(self.replay_dir) / f"{battle.battle_tag}.html")
         return obs, float(reward), terminated, truncated, info

@@ -163,5 +163,25 @@ def test_policy_opponent_plays_a_real_battle(showdown_server, checkpoint):
         env.close()
     assert terminated and isinstance(info["won"], bool)
     assert info["opponent"] == f"policy:{checkpoint}"
+    assert info["opponent_policy_id"] == 0  # the pool id of the policy that played
     assert env.opponent.decisions >= info["turns"] - 1 > 0
     assert env.opponent.battle_state(info["battle_tag"]) is not None
+
+
+@pytest.mark.integration
+def test_a_self_play_mix_reports_the_snapshot_that_played(showdown_server, checkpoint):
+    snapshot = {**read_snapshot(checkpoint), "id": 3}
+    env = PokemonEnv(opponent="mix:self=1,random=0", server=showdown_server, seed=0)
+    rng = np.random.default_rng(0)
+    try:
+        assert env.call_opponent("sync_pool", [snapshot], [3]) == [3]
+        obs, _ = env.reset()
+        for _ in range(2000):
+            action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+            obs, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+    finally:
+        env.close()
+    assert terminated and info["opponent"] == "self"
+    assert info["opponent_policy_id"] == 3  # what self-play's promotion gate counts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import math
 import pickle
 
@@ -20,7 +21,7 @@ from trainer.checkpoint import load_checkpoint
 from trainer.config import ModelConfig, SelfPlayConfig, to_train_config
 from trainer.episodes import OpponentStats, opponent_win_rates, win_rate_columns
 from trainer.policies import build_policy, policy_from_snapshot
-from trainer.selfplay import SelfPlay, SnapshotPool, make_snapshot
+from trainer.selfplay import PromotionGate, SelfPlay, SnapshotPool, make_snapshot
 from trainer.train import Trainer
 
 OBS_DIM, N_ACTIONS = 116, 26  # SimpleEncoder, gen 9
@@ -185,3 +186,61 @@ def test_trainer_pushes_snapshots_to_workers_and_keeps_the_pool(showdown_server,
     assert all(r["win_rate/self"] == r["win_rate"] for r in rows)  # the only opponent
     saved = load_checkpoint(tmp_path / "checkpoints" / "last.pt")["selfplay"]
     assert [s["id"] for s in saved["recent"]] == [2, 3] and saved["next_id"] == 4
+
+
+def test_promotion_gate_opens_only_at_the_threshold_over_a_full_window():
+    gate = PromotionGate(threshold=0.6, window=5)
+    gate.record(7, [(7, True)] * 4)
+    assert not gate.is_open()  # 4 of 4 won, but the window is not full
+    gate.record(7, [(6, True)] * 10)  # battles against older snapshots do not count
+    assert len(gate.results) == 4
+    gate.record(7, [(7, False)])
+    assert gate.is_open() and gate.win_rate == 0.8
+    gate.record(7, [(7, False)])  # the window slides: 3 of the last 5
+    assert gate.is_open() and gate.win_rate == pytest.approx(0.6)
+    gate.record(7, [(7, False)])  # 2 of 5
+    assert not gate.is_open()
+
+
+class PoolEcho:
+    """A stand-in for the vector env's ``call``: every env keeps the pool it is sent."""
+
+    num_envs = 2
+
+    def call(self, name, method, added, keep):
+        assert (name, method) == ("call_opponent", "sync_pool")
+        return [list(keep)] * self.num_envs
+
+
+def test_gated_self_play_promotes_only_past_the_threshold_and_keeps_its_window(caplog):
+    caplog.set_level(logging.INFO, logger="trainer.selfplay")
+    cfg = SelfPlayConfig(promote_win_rate=0.75, promote_window=4, pool_size=3)
+    selfplay = SelfPlay(cfg, PoolEcho(), "simple")
+    policy = tiny_policy()
+    selfplay.start(policy)
+    assert selfplay.pool.ids() == [0]
+    assert selfplay.columns == ("selfplay/promotions", "selfplay/newest_win_rate")
+    row = selfplay.after_update(policy, 10, [(0, True), (0, False), (0, True), (0, True)])
+    assert row["selfplay/promotions"] == 1 and selfplay.pool.ids() == [0, 1]  # 3/4 = 0.75
+    assert "promoted snapshot 1" in caplog.text
+    row = selfplay.after_update(policy, 11, [(0, True)] * 4 + [(1, True), (1, False)])
+    assert row == {"selfplay/newest_win_rate": 0.5, "selfplay/promotions": 1.0}
+    row = selfplay.after_update(policy, 12, [(1, True), (1, False)])  # 2 of 4
+    assert selfplay.pool.ids() == [0, 1] and row["selfplay/newest_win_rate"] == 0.5
+    state = selfplay.state_dict()
+    resumed = SelfPlay(cfg, PoolEcho(), "simple")
+    resumed.load_state_dict(pickle.loads(pickle.dumps(state)))
+    assert list(resumed.gate.results) == [True, False, True, False]
+    assert resumed.promotions == 1 and resumed.pool.ids() == [0, 1]
+    resumed.after_update(policy, 13, [(1, True)] * 3)  # last 4: F, T, T, T
+    assert resumed.pool.ids() == [0, 1, 2] and resumed.promotions == 2
+
+
+def test_every_k_schedule_stays_the_default():
+    selfplay = SelfPlay(SelfPlayConfig(every=2), PoolEcho(), "simple")
+    policy = tiny_policy()
+    selfplay.start(policy)
+    assert selfplay.columns == ("selfplay/promotions",)
+    assert selfplay.after_update(policy, 1, [(0, True)] * 50)["selfplay/promotions"] == 0
+    assert selfplay.after_update(policy, 2)["selfplay/promotions"] == 1
+    assert selfplay.pool.ids() == [0, 1]

@@ -68,6 +68,11 @@ class SelfPlayConfig:
     pool_size: int = 5  # most recent snapshots the opponent draws from
     archive_size: int = 0  # older snapshots kept besides the recent ones
     archive_every: int = 10  # keep every n-th snapshot in the archive
+    # gated promotion: a snapshot joins the pool only when the learner's win rate against
+    # the newest pool member over the last promote_window battles reaches this; None: push
+    # a snapshot every `every` updates
+    promote_win_rate: float | None = None
+    promote_window: int = 50  # battles against the newest member the gate looks at
 
 
 @dataclass
@@ -175,26 +180,30 @@ class ModelConfig:
     attention_heads: int = 4
 
 
-@dataclass
-class PPOConfig:
-    """Sequence PPO hyperparameters."""
+class AlgoName(StrEnum):
+    """``algo.name``: the learning algorithm (:data:`trainer.algos.ALGORITHMS`)."""
 
+    ppo = "ppo"
+    reinforce = "reinforce"
+
+
+@dataclass
+class AlgoConfig:
+    """Fields every algorithm has; ``name`` picks the algorithm (``algo=ppo|reinforce``)."""
+
+    name: str = MISSING  # AlgoName
     rollout_steps: int = 128  # T: steps per env per rollout
-    bptt: int = 16  # chunk length for truncated BPTT; 0 = whole rollout
-    num_minibatches: int = 4  # minibatches of chunks per epoch
-    epochs: int = 4
+    bptt: int = 16  # truncated-BPTT length (0: whole rollout / whole episode)
     lr: float = 3e-4
     anneal_lr: bool = True
     adam_eps: float = 1e-5
     gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip_coef: float = 0.2
-    clip_vloss: bool = True
     vf_coef: float = 0.5
     ent_coef: float = 0.01
     grad_clip_norm: float = 0.5
     norm_adv: bool = True
-    target_kl: float | None = None
+    # scale rewards by a running std of the discounted return (per env stream)
+    norm_reward: bool = False
     bf16: bool = False  # bf16 autocast for the update, CUDA only
     # kickstarting: + coef * cross-entropy toward env.teacher's actions, the coef decayed
     # linearly to 0 from bc_steps to kickstart_steps env steps (0: constant); 0 = off
@@ -206,12 +215,36 @@ class PPOConfig:
 
 
 @dataclass
+class PPOConfig(AlgoConfig):
+    """Sequence PPO: chunks of ``bptt`` steps (0: the whole rollout) replayed from their
+    stored start states, GAE, the clipped surrogate."""
+
+    name: str = "ppo"
+    num_minibatches: int = 4  # minibatches of chunks per epoch
+    epochs: int = 4
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2
+    clip_vloss: bool = True
+    target_kl: float | None = None
+
+
+@dataclass
+class ReinforceConfig(AlgoConfig):
+    """Sequence REINFORCE on complete episodes: Monte-Carlo returns, an optional learned
+    baseline; ``bptt`` 0 = backpropagate through whole episodes, > 0 = truncate."""
+
+    name: str = "reinforce"
+    bptt: int = 0
+    baseline: bool = True  # advantage = return - V(s) (V trained by vf_coef); else the return
+
+
+@dataclass
 class TrainConfig:
     """Top-level config of ``python -m trainer``."""
 
     env: EnvConfig = MISSING
     model: ModelConfig = MISSING
-    algo: PPOConfig = MISSING
+    algo: AlgoConfig = MISSING
     name: str = "maple"
     total_steps: int = 1_000_000
     seed: int = 1
@@ -256,6 +289,7 @@ def register_configs() -> None:
     cs.store(group="env", name="gym_schema", node=GymEnvConfig)
     cs.store(group="model", name="model_schema", node=ModelConfig)
     cs.store(group="algo", name="ppo_schema", node=PPOConfig)
+    cs.store(group="algo", name="reinforce_schema", node=ReinforceConfig)
     cs.store(name="evaluate_schema", node=EvaluateConfig)
     cs.store(name="play_schema", node=PlayConfig)
 
@@ -366,14 +400,18 @@ def _check_values(cfg: TrainConfig) -> list[str]:
         ),
         (m.hidden_size >= 1 and m.num_layers >= 1, "model.hidden_size and num_layers must be >= 1"),
         (all(s >= 1 for s in [*m.encoder_sizes, *m.head_sizes]), "layer sizes must be >= 1"),
+        (is_choice(a.name, AlgoName), f"algo.name must be {choices(AlgoName)}, got {a.name!r}"),
         (a.rollout_steps >= 1, "algo.rollout_steps must be >= 1"),
-        (a.bptt >= 0, "algo.bptt must be >= 0 (0 = whole rollout)"),
+        (a.bptt >= 0, "algo.bptt must be >= 0 (0 = whole rollout / episode)"),
         (
-            a.bptt <= a.rollout_steps,
+            not isinstance(a, PPOConfig) or a.bptt <= a.rollout_steps,
             f"algo.bptt ({a.bptt}) must be <= algo.rollout_steps ({a.rollout_steps}): a chunk "
             "cannot be longer than the rollout (0 = the whole rollout)",
         ),
-        (a.epochs >= 1 and a.num_minibatches >= 1, "algo.epochs and num_minibatches must be >= 1"),
+        (
+            not isinstance(a, PPOConfig) or (a.epochs >= 1 and a.num_minibatches >= 1),
+            "algo.epochs and num_minibatches must be >= 1",
+        ),
         (a.lr > 0, "algo.lr must be > 0"),
         (
             a.kickstart_coef >= 0 and a.kickstart_steps >= 0 and a.bc_steps >= 0,
@@ -388,10 +426,15 @@ def _check_values(cfg: TrainConfig) -> list[str]:
             "algo.bc_steps > 0 needs algo.kickstart_coef > 0 (the cloning loss's weight)",
         ),
         (
-            0 <= a.gamma <= 1 and 0 <= a.gae_lambda <= 1,
+            0 <= a.gamma <= 1 and 0 <= getattr(a, "gae_lambda", 0.0) <= 1,
             "algo.gamma and gae_lambda must be in [0, 1]",
         ),
-        (a.clip_coef > 0, "algo.clip_coef must be > 0"),
+        (getattr(a, "clip_coef", 1.0) > 0, "algo.clip_coef must be > 0"),
         (a.grad_clip_norm >= 0, "algo.grad_clip_norm must be >= 0 (0 = off)"),
+        (
+            cfg.selfplay.promote_win_rate is None or 0 < cfg.selfplay.promote_win_rate <= 1,
+            "selfplay.promote_win_rate must be in (0, 1] (or null: push every `every` updates)",
+        ),
+        (cfg.selfplay.promote_window >= 1, "selfplay.promote_window must be >= 1"),
     ]
     return [msg for ok, msg in checks if not ok]

@@ -60,7 +60,8 @@ def opponent_win_rates(
 
 
 class OpponentStats(VectorWrapper):
-    """Records ``(info["opponent"], info["won"])`` of every finished episode.
+    """Records ``(info["opponent"], info["won"])`` of every finished episode, and
+    ``(info["opponent_policy_id"], info["won"])`` for self-play's promotion gate.
 
     Works with both autoreset modes (``final_info`` under SAME_STEP). Episodes without
     ``won`` (aborted battles) or ``opponent`` are not recorded.
@@ -71,20 +72,31 @@ class OpponentStats(VectorWrapper):
         self.columns = list(columns)
         self.opponents: list[str] = []
         self.wins: list[bool] = []
+        # (pool id, won) of episodes a frozen self-play snapshot played
+        self.snapshot_results: list[tuple[int, bool]] = []
 
     def step(self, actions: Any) -> tuple[Any, ...]:
         obs, rewards, terminated, truncated, info = self.env.step(actions)
         done = np.asarray(terminated) | np.asarray(truncated)
         if done.any():
             names = finished_values(info, done, "opponent")
+            policy_ids = finished_values(info, done, "opponent_policy_id")
             for i, won in finished_values(info, done, "won").items():
                 if i in names:
                     self.opponents.append(str(names[i]))
                     self.wins.append(bool(won))
+                if i in policy_ids:
+                    self.snapshot_results.append((int(policy_ids[i]), bool(won)))
         return obs, rewards, terminated, truncated, info
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.env.call(name, *args, **kwargs)
+
+    def pop_snapshot_results(self) -> list[tuple[int, bool]]:
+        """``(snapshot id, won)`` of the episodes against self-play snapshots since the last
+        call (``info["opponent_policy_id"]``)."""
+        results, self.snapshot_results = self.snapshot_results, []
+        return results
 
     def pop_win_rates(self) -> dict[str, float]:
         """Win rate per column since the last call (NaN: no episode against it)."""

@@ -22,6 +22,7 @@ from torch import nn
 
 from trainer.buffer import ChunkBatch
 from trainer.config import PPOConfig
+from trainer.kickstart import kickstart_terms, teacher_log_prob
 from trainer.policies import ActorCritic, log_prob_entropy
 
 
@@ -47,15 +48,15 @@ def evaluate_chunks(policy: ActorCritic, batch: ChunkBatch, idx: torch.Tensor) -
         batch.obs[:, idx], batch.action_mask[:, idx], hidden, batch.episode_start[:, idx]
     )
     logp, entropy = log_prob_entropy(logits, batch.action_mask[:, idx], batch.actions[:, idx])
-    teacher = batch.teacher_actions[:, idx]
-    has_teacher = teacher >= 0
-    teacher_logp, _ = log_prob_entropy(logits, batch.action_mask[:, idx], teacher.clamp(min=0))
+    teacher_logp, teacher_agree = teacher_log_prob(
+        logits, batch.action_mask[:, idx], batch.teacher_actions[:, idx]
+    )
     return MinibatchEval(
         logp=logp,
         entropy=entropy,
         values=values,
-        teacher_logp=torch.where(has_teacher, teacher_logp, 0.0),
-        teacher_agree=(logits.argmax(-1) == teacher).float(),
+        teacher_logp=teacher_logp,
+        teacher_agree=teacher_agree,
     )
 
 
@@ -112,15 +113,6 @@ def ppo_losses(
         approx_kl = _masked_mean((ratio - 1) - logratio, valid, count)
         clip_frac = _masked_mean(((ratio - 1).abs() > cfg.clip_coef).float(), valid, count)
     return PPOLosses(loss, pg_loss, v_loss, entropy_mean, approx_kl, clip_frac)
-
-
-def kickstart_terms(out: MinibatchEval, taught: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Kickstarting loss ``-mean log pi(teacher action)`` and agreement with the teacher,
-    over the ``taught`` steps (valid steps that have a teacher action)."""
-    taught_count = taught.sum().clamp(min=1.0)
-    kick_loss = -_masked_mean(out.teacher_logp, taught, taught_count)
-    agreement = _masked_mean(out.teacher_agree, taught, taught_count)
-    return kick_loss, agreement
 
 
 def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor) -> float:
@@ -186,7 +178,9 @@ def ppo_update(
             step_stats = losses._asdict()
             del step_stats["loss"]
             if with_teacher:
-                kick_loss, agreement = kickstart_terms(out, valid * has_teacher[:, idx])
+                kick_loss, agreement = kickstart_terms(
+                    out.teacher_logp, out.teacher_agree, valid * has_teacher[:, idx]
+                )
                 if kickstart_coef > 0:
                     loss = loss + kickstart_coef * kick_loss
                 step_stats |= {"kickstart_loss": kick_loss, "teacher_agreement": agreement}

@@ -13,6 +13,7 @@ envs only).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,13 @@ class RolloutCollector:
         adapter: ObsAdapter,
         device: torch.device,
         seed: int | None = None,
+        reward_transform: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     ) -> None:
+        """``reward_transform(rewards, done)`` (e.g. :class:`trainer.reward_norm.
+        RewardNormalizer`) maps the rewards stored for learning; episode statistics keep
+        the env's own rewards."""
         self.envs, self.policy, self.adapter, self.device = envs, policy, adapter, device
+        self.reward_transform = reward_transform
         self.num_envs = envs.num_envs
         self.mode = autoreset_mode(envs)
         if self.mode != AutoresetMode.SAME_STEP:
@@ -114,7 +120,9 @@ class RolloutCollector:
 
             obs, rewards, terminated, truncated, info = self.envs.step(actions_np)
             done = terminated | truncated
-            buffer.rewards[t] = rewards
+            buffer.rewards[t] = (
+                rewards if self.reward_transform is None else self.reward_transform(rewards, done)
+            )
             buffer.terminated[t], buffer.truncated[t] = terminated, truncated
             buffer.valid[t] = True
             buffer.has_final_value[t] = False

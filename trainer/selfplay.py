@@ -10,10 +10,14 @@ snapshot of the pool per battle, on CPU, with its own recurrent state. The train
   imports ``trainer``).
 * :class:`SnapshotPool` -- the last ``pool_size`` snapshots plus, optionally, an archive
   of older ones (every ``archive_every``-th snapshot, at most ``archive_size``).
-* :class:`SelfPlay` -- pushes the initial pool when training starts and a new snapshot
-  every ``every`` updates, without restarting the workers:
-  ``envs.call("call_opponent", "sync_pool", added, kept_ids)``. Its :meth:`SelfPlay.state_dict`
-  goes into the checkpoint, so ``resume`` keeps the pool.
+* :class:`SelfPlay` -- pushes the initial pool when training starts and then new snapshots,
+  without restarting the workers: ``envs.call("call_opponent", "sync_pool", added,
+  kept_ids)``. Two schedules: a snapshot every ``every`` updates, or, with
+  ``promote_win_rate`` set, a *gate* (:class:`PromotionGate`): a snapshot joins only once
+  the learner has won at least that fraction of its last ``promote_window`` battles against
+  the newest pool member (``info["opponent_policy_id"]`` names the snapshot that played). Its
+  :meth:`SelfPlay.state_dict` goes into the checkpoint, so ``resume`` keeps the pool and the
+  gate's window.
 
 Per-opponent win rates come from :class:`trainer.episodes.OpponentStats`.
 """
@@ -21,6 +25,8 @@ Per-opponent win rates come from :class:`trainer.episodes.OpponentStats`.
 from __future__ import annotations
 
 import logging
+import math
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,7 +42,14 @@ log = logging.getLogger(__name__)
 # ``trainer.selfplay:policy_from_snapshot`` (older snapshots) still resolves: re-exported here.
 LOADER = "trainer.policies:policy_from_snapshot"
 
-__all__ = ["LOADER", "SelfPlay", "SnapshotPool", "make_snapshot", "policy_from_snapshot"]
+__all__ = [
+    "LOADER",
+    "PromotionGate",
+    "SelfPlay",
+    "SnapshotPool",
+    "make_snapshot",
+    "policy_from_snapshot",
+]
 
 
 def make_snapshot(policy: torch.nn.Module, encoder: str, snapshot_id: int) -> dict[str, Any]:
@@ -96,6 +109,29 @@ class SnapshotPool:
         self.next_id = int(state["next_id"])
 
 
+class PromotionGate:
+    """The learner's last ``window`` results against the newest pool member; open when their
+    win rate reaches ``threshold`` over a full window."""
+
+    def __init__(self, threshold: float, window: int):
+        self.threshold, self.window = threshold, window
+        self.results: deque[bool] = deque(maxlen=window)
+
+    def record(self, newest_id: int, results: Sequence[tuple[int, bool]]) -> None:
+        """Keep the results of battles against ``newest_id`` (others are ignored)."""
+        self.results.extend(won for snapshot_id, won in results if snapshot_id == newest_id)
+
+    @property
+    def win_rate(self) -> float:
+        return sum(self.results) / len(self.results) if self.results else math.nan
+
+    def is_open(self) -> bool:
+        return len(self.results) == self.window and self.win_rate >= self.threshold
+
+    def reset(self) -> None:
+        self.results.clear()
+
+
 class SelfPlay:
     """Keeps the pool and pushes it to the workers of ``envs`` (see module docs)."""
 
@@ -105,6 +141,18 @@ class SelfPlay:
         self.cfg, self.envs, self.encoder = cfg, envs, encoder
         self.pool = SnapshotPool(cfg.pool_size, cfg.archive_size, cfg.archive_every)
         self.pushes = 0
+        self.promotions = 0
+        self.gate = (
+            PromotionGate(cfg.promote_win_rate, cfg.promote_window)
+            if cfg.promote_win_rate is not None
+            else None
+        )
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Metrics columns: snapshots added so far, and the gate's current win rate."""
+        gate = ("selfplay/newest_win_rate",) if self.gate is not None else ()
+        return ("selfplay/promotions", *gate)
 
     @classmethod
     def for_env(cls, cfg: SelfPlayConfig, env_cfg: Any, envs: Any) -> SelfPlay | None:
@@ -131,18 +179,52 @@ class SelfPlay:
         self._sync(self.pool.snapshots)
         log.info("self-play: pool %s pushed to %d env(s)", self.pool.ids(), self.envs.num_envs)
 
-    def after_update(self, policy: torch.nn.Module, iteration: int) -> bool:
-        """Push a new snapshot of ``policy`` every ``every`` updates; True if pushed."""
-        if iteration % self.cfg.every:
-            return False
-        snapshot = self.pool.add(policy, self.encoder)
-        self._sync([snapshot])
-        log.debug("self-play: snapshot %d pushed; pool %s", snapshot["id"], self.pool.ids())
-        return True
+    def after_update(
+        self,
+        policy: torch.nn.Module,
+        iteration: int,
+        results: Sequence[tuple[int, bool]] = (),
+    ) -> dict[str, float]:
+        """Add a snapshot of ``policy`` when the schedule says so (every ``every`` updates,
+        or when the gate opens on ``results``: ``(snapshot id, won)`` of the battles since
+        the last call); returns the metrics columns' values."""
+        if self.gate is None:
+            promote = iteration % self.cfg.every == 0
+        else:
+            self.gate.record(self.pool.ids()[-1], results)
+            promote = self.gate.is_open()
+        row = {}
+        if self.gate is not None:
+            row["selfplay/newest_win_rate"] = self.gate.win_rate
+        if promote:
+            newest = self.pool.ids()[-1]
+            snapshot = self.pool.add(policy, self.encoder)
+            self._sync([snapshot])
+            self.promotions += 1
+            if self.gate is not None:
+                log.info(
+                    "self-play: promoted snapshot %d at iteration %d (won %.0f%% of the last "
+                    "%d battles against snapshot %d); pool %s",
+                    snapshot["id"],
+                    iteration,
+                    100 * self.gate.win_rate,
+                    self.gate.window,
+                    newest,
+                    self.pool.ids(),
+                )
+                self.gate.reset()
+            else:
+                log.debug("self-play: snapshot %d pushed; pool %s", snapshot["id"], self.pool.ids())
+        row["selfplay/promotions"] = float(self.promotions)
+        return row
 
     def state_dict(self) -> dict[str, Any]:
-        return self.pool.state_dict()
+        gate = list(self.gate.results) if self.gate is not None else []
+        return {**self.pool.state_dict(), "promotions": self.promotions, "gate_results": gate}
 
     def load_state_dict(self, state: Mapping[str, Any] | None) -> None:
         if state:
             self.pool.load_state_dict(state)
+            self.promotions = int(state.get("promotions", 0))
+            if self.gate is not None:
+                self.gate.results.extend(bool(w) for w in state.get("gate_results", []))

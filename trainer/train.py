@@ -1,4 +1,4 @@
-"""The training loop: rollout -> GAE -> sequence PPO, with metrics and checkpoints."""
+"""The training loop: rollout -> update (sequence PPO or REINFORCE), metrics, checkpoints."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import torch
 from gymnasium.vector import VectorEnv
 from omegaconf import DictConfig, OmegaConf
 
+from trainer.algos import make_learner
 from trainer.buffer import RolloutBuffer
 from trainer.checkpoint import (
     CHECKPOINT_DIR,
@@ -38,7 +39,7 @@ from trainer.episodes import OpponentStats, win_rate_columns
 from trainer.evaluation import PeriodicEvaluator
 from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
 from trainer.policies import build_policy, policy_spec
-from trainer.ppo import ppo_update
+from trainer.reward_norm import RewardNormalizer
 from trainer.rollout import EpisodeStats, RolloutCollector
 from trainer.selfplay import SelfPlay
 from trainer.spaces import ObsAdapter
@@ -124,6 +125,12 @@ class Trainer:
             self.optimizer = torch.optim.Adam(
                 self.policy.parameters(), lr=cfg.algo.lr, eps=cfg.algo.adam_eps
             )
+            self.learner = make_learner(cfg.algo, self.envs.num_envs)
+            self.reward_norm = (
+                RewardNormalizer(self.envs.num_envs, cfg.algo.gamma)
+                if cfg.algo.norm_reward
+                else None
+            )
             if ckpt is not None:
                 self._restore(ckpt, resume_from)
             if self.selfplay is not None:
@@ -151,7 +158,12 @@ class Trainer:
                 self.device,
             )
             self.collector = RolloutCollector(
-                self.envs, self.policy, self.adapter, self.device, seed=cfg.seed + self.iteration
+                self.envs,
+                self.policy,
+                self.adapter,
+                self.device,
+                seed=cfg.seed + self.iteration,
+                reward_transform=self.reward_norm,
             )
         except BaseException:
             self.close()
@@ -165,6 +177,8 @@ class Trainer:
             )
         self.policy.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
+        if self.reward_norm is not None and ckpt.get("reward_norm"):
+            self.reward_norm.load_state_dict(ckpt["reward_norm"])
         set_rng_state(ckpt["rng"])
         log.info(
             "resumed from %s at global step %d (iteration %d)",
@@ -184,6 +198,7 @@ class Trainer:
             "policy": policy_spec(self.policy),
             "rng": rng_state(),
             "selfplay": self.selfplay.state_dict() if self.selfplay is not None else None,
+            "reward_norm": self.reward_norm.state_dict() if self.reward_norm is not None else None,
         }
 
     def save(self, name: str = LAST) -> Path:
@@ -215,7 +230,7 @@ class Trainer:
         return algo.kickstart_coef * max(1.0 - (self.global_step - algo.bc_steps) / span, 0.0)
 
     def train_iteration(self) -> dict[str, Any]:
-        """One rollout and one PPO update; returns the metrics row."""
+        """One rollout and one update (``algo.name``); returns the metrics row."""
         algo = self.cfg.algo
         lr = self.current_lr()
         for group in self.optimizer.param_groups:
@@ -223,16 +238,14 @@ class Trainer:
         t0 = time.perf_counter()
         self.policy.eval()
         stats: EpisodeStats = self.collector.collect(self.buffer)
-        self.buffer.compute_returns(algo.gamma, algo.gae_lambda)
         t1 = time.perf_counter()
         self.policy.train()
         kickstart = self.kickstart_coef()
         cloning = self.global_step < algo.bc_steps
-        update = ppo_update(
+        update = self.learner.update(
             self.policy,
             self.optimizer,
-            self.buffer.chunks(),
-            algo,
+            self.buffer,
             autocast_bf16=self.bf16,
             kickstart_coef=kickstart,
             pg_coef=0.0 if cloning else 1.0,
@@ -240,12 +253,16 @@ class Trainer:
         if self.adapter.has_teacher:
             update["bc"] = float(cloning)
             update["kickstart_coef"] = kickstart
+        if self.reward_norm is not None:
+            update["reward_scale"] = self.reward_norm.scale
         t2 = time.perf_counter()
         steps = algo.rollout_steps * self.envs.num_envs
         self.global_step += steps
         self.iteration += 1
         if self.selfplay is not None:
-            self.selfplay.after_update(self.policy, self.iteration)
+            update |= self.selfplay.after_update(
+                self.policy, self.iteration, self.envs.pop_snapshot_results()
+            )
         return {
             "iteration": self.iteration,
             "global_step": self.global_step,
@@ -271,6 +288,9 @@ class Trainer:
                 *self.envs.columns,
                 *self.evaluator.columns(),
                 *(KICKSTART_COLUMNS if self.adapter.has_teacher else ()),
+                *self.learner.columns,
+                *(("reward_scale",) if self.reward_norm is not None else ()),
+                *(self.selfplay.columns if self.selfplay is not None else ()),
             ),
             through_iteration=self.iteration if self.resumed else None,
         )

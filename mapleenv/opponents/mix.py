@@ -144,6 +144,12 @@ class OpponentMix(Player):
                 self._drawn.popitem(last=False)
         return self._drawn[battle_tag]
 
+    def policy_id_for(self, battle_tag: str) -> int | None:
+        """The pool id of the frozen policy playing ``battle_tag`` if its member has one."""
+        member = self.members.get(self.name_for(battle_tag))
+        policy_id_for = getattr(member, "policy_id_for", None)
+        return policy_id_for(battle_tag) if callable(policy_id_for) else None
+
     def member_for(self, battle: AbstractBattle) -> Player:
         """The member playing ``battle``; registers the battle with it (as the env does
         with its opponent) and forgets the member's finished battles."""

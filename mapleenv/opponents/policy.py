@@ -190,6 +190,12 @@ class PolicyOpponent(Player):
             "decisions": self.decisions,
         }
 
+    def policy_id_for(self, battle_tag: str) -> int | None:
+        """The pool id of the snapshot playing ``battle_tag`` (``None``: not known or a
+        random fallback); the env reports it as ``info["opponent_policy_id"]``."""
+        entry = self._states.get(battle_tag)
+        return None if entry is None or entry[0] is None else entry[0].id
+
     def battle_state(self, battle_tag: str) -> Any:
         """The recurrent state kept for ``battle_tag`` (``None`` if not playing it)."""
         entry = self._states.get(battle_tag)

@@ -1,0 +1,82 @@
+"""The learning algorithms ``algo.name`` picks: each turns one collected rollout into an update.
+
+The training loop (:mod:`trainer.train`) is the same for all of them: collect a rollout into
+a :class:`trainer.buffer.RolloutBuffer`, then ``learner.update(...)``. A new algorithm is a
+config schema in :mod:`trainer.config`, a learner class here and one :data:`ALGORITHMS` entry.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+
+from trainer.buffer import RolloutBuffer
+from trainer.config import AlgoConfig, AlgoName, PPOConfig, ReinforceConfig
+from trainer.episode_batch import EpisodeCarry
+from trainer.ppo import ppo_update
+from trainer.reinforce import reinforce_update
+
+
+class Learner(Protocol):
+    columns: tuple[str, ...]  # metrics columns of its own
+
+    def update(
+        self,
+        policy: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        buffer: RolloutBuffer,
+        **kwargs: Any,
+    ) -> dict[str, float]: ...
+
+
+class PPOLearner:
+    """GAE over the rollout, then sequence PPO on its BPTT chunks (:mod:`trainer.ppo`)."""
+
+    columns: tuple[str, ...] = ()
+
+    def __init__(self, cfg: PPOConfig, num_envs: int) -> None:
+        self.cfg = cfg
+
+    def update(
+        self,
+        policy: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        buffer: RolloutBuffer,
+        **kwargs: Any,
+    ) -> dict[str, float]:
+        buffer.compute_returns(self.cfg.gamma, self.cfg.gae_lambda)
+        return ppo_update(policy, optimizer, buffer.chunks(), self.cfg, **kwargs)  # type: ignore[arg-type]
+
+
+class ReinforceLearner:
+    """REINFORCE on the episodes that ended in the rollout; unfinished ones are carried over
+    to the next (:mod:`trainer.episode_batch`, :mod:`trainer.reinforce`)."""
+
+    columns: tuple[str, ...] = ("episodes_trained", "carried_steps")
+
+    def __init__(self, cfg: ReinforceConfig, num_envs: int) -> None:
+        self.cfg = cfg
+        self.carry = EpisodeCarry(num_envs)
+
+    def update(
+        self,
+        policy: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        buffer: RolloutBuffer,
+        **kwargs: Any,
+    ) -> dict[str, float]:
+        batch = self.carry.episodes(buffer)
+        stats = {"episodes_trained": 0.0}
+        if batch is not None:  # no episode ended yet: nothing to learn from
+            stats = reinforce_update(policy, optimizer, batch, self.cfg, **kwargs)
+        stats["carried_steps"] = float(self.carry.carried_steps)
+        return stats
+
+
+ALGORITHMS: dict[str, type] = {AlgoName.ppo: PPOLearner, AlgoName.reinforce: ReinforceLearner}
+
+
+def make_learner(cfg: AlgoConfig, num_envs: int) -> Learner:
+    """The learner for ``cfg.name``."""
+    return ALGORITHMS[cfg.name](cfg, num_envs)
