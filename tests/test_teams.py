@@ -188,13 +188,14 @@ def test_an_illegal_team_stops_the_start_with_the_validators_message(tmp_path, t
     bad = folder / "illegal.txt"
     bad.write_text(text)
     expected = f"{re.escape(str(bad))} is not legal in gen9ou: .*{re.escape(message)}"
+    before = set(child_node_pids())  # e.g. the session's Showdown server
     with pytest.raises(ValueError, match=f"^team: {expected}"):
         PokemonEnv("gen9ou", team=folder, backend="direct")
     with pytest.raises(ValueError, match=f"^opponent_team: {expected}"):
         make_vector_env(2, battle_format="gen9ou", team=TEAMS, opponent_team=bad)
     with pytest.raises(ConfigError, match=f"env.team: {expected}"):
         to_train_config(compose_cfg("env.battle_format=gen9ou", f"env.team={folder}"))
-    assert child_node_pids() == []
+    assert set(child_node_pids()) <= before
 
 
 def test_gen9ou_without_a_team_or_with_a_missing_one_names_the_key():
