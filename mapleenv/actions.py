@@ -22,7 +22,9 @@ first four known moves of the active Pokémon, or, when the request offers a mov
 is not among them (Struggle, Recharge, Transform), the request's own move list.
 
 When no decision is pending (a "wait" request or a finished battle) the mask holds
-action 0 only -- poke-env's convention -- so it is never all-zero.
+action 0 only -- poke-env's convention -- so it is never all-zero. Team preview (formats
+with fixed teams) is not an action either: a Maple policy keeps its team's order
+(:func:`teampreview_in_order`), so the first Pokémon of a team file leads.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.battle.battle import Battle
 from poke_env.battle.move import Move
 from poke_env.battle.pokemon import Pokemon
@@ -154,3 +157,11 @@ def order_to_action(order: BattleOrder, battle: Battle) -> int:
 def describe_legal(legal: dict[int, BattleOrder]) -> str:
     """``"6 (/choose move tackle), ..."`` for error messages."""
     return ", ".join(f"{a} ({o.message})" for a, o in sorted(legal.items())) or "none"
+
+
+def teampreview_in_order(battle: AbstractBattle) -> str:
+    """The team-preview choice of a Maple policy (the agent, frozen policy opponents): the
+    team in its given order, so the team file sets the lead; not a policy decision."""
+    for mon in battle.team.values():
+        mon._selected_in_teampreview = True  # as poke-env asks of a teampreview choice
+    return "/team " + "".join(str(i) for i in range(1, len(battle.team) + 1))

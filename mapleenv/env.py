@@ -41,6 +41,7 @@ from mapleenv.reward import RewardConfig, RewardTracker
 from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import ShowdownError, external_server
 from mapleenv.showdown.server import ShowdownServer
+from mapleenv.showdown.teams import TeamPool, team_pool
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,11 @@ class PokemonEnv(gymnasium.Env):
         timeout: longest wait for the server during one step (s).
         reconnect_timeout: how long ``reset`` waits for a non-embedded server to come
             back after its connection was lost (s).
-        team: team for formats that need one (poke-env ``team`` argument).
+        team: the agent's team for formats that need one: a team file or folder (one
+            team drawn per battle, seeded by ``seed``), team text (export or packed),
+            loaded ``Team`` objects or a poke-env ``Teambuilder``; files and text are checked
+            with the simulator's validator (:mod:`mapleenv.showdown.teams`).
+        opponent_team: the opponent's team, the same kinds (default: ``team``).
         plugins: modules imported first (they may register encoders, opponents,
             backends in the process that builds the env).
         record_dir: write each battle's agent-side websocket frames there (JSONL).
@@ -104,6 +109,7 @@ class PokemonEnv(gymnasium.Env):
         timeout: float = 60.0,
         reconnect_timeout: float = 60.0,
         team: Any = None,
+        opponent_team: Any = None,
         plugins: Iterable[str] = (),
         record_dir: str | Path | None = None,
         replay_dir: str | Path | None = None,
@@ -118,9 +124,10 @@ class PokemonEnv(gymnasium.Env):
             self.gen = GenData.from_format(battle_format).gen
         except Exception as exc:
             raise ValueError(f"bad battle_format {battle_format!r}: {exc}") from exc
-        if backend == "direct" or server is None or isinstance(server, ShowdownServer):
-            # Maple runs the pinned simulator itself (an external server may have formats
-            # of its own)
+        # Maple runs the pinned simulator itself (an external server may have formats
+        # and rules of its own)
+        own_simulator = backend == "direct" or server is None or isinstance(server, ShowdownServer)
+        if own_simulator:
             check_format(battle_format, has_team=team is not None)
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {max_turns}")
@@ -128,7 +135,15 @@ class PokemonEnv(gymnasium.Env):
         self.max_turns = max_turns
         self.timeout = timeout
         self.reconnect_timeout = reconnect_timeout
-        self.team = team
+        self.team = team_pool(team, battle_format, seed=seed, key="team", validate=own_simulator)
+        self.opponent_team = team_pool(
+            team if opponent_team is None else opponent_team,
+            battle_format,
+            seed=seed,
+            stream=1,  # its own stream of draws: not always the agent's team
+            key="team" if opponent_team is None else "opponent_team",
+            validate=own_simulator,
+        )
         self.record_dir = record_dir
         self.replay_dir = replay_dir
         self.encoder = make_encoder(encoder)
@@ -204,6 +219,7 @@ class PokemonEnv(gymnasium.Env):
                 self.battle_format,
                 self.opponent,
                 team=self.team,
+                opponent_team=self.opponent_team,
                 timeout=self.timeout,
                 record_dir=self.record_dir,
             )
@@ -213,6 +229,7 @@ class PokemonEnv(gymnasium.Env):
             seed=seed,
             log_dir=self.log_dir,
             team=self.team,
+            **({} if self.team is None else {"opponent_team": self.opponent_team}),
             **self.backend_kwargs,
         )
 
@@ -266,6 +283,10 @@ class PokemonEnv(gymnasium.Env):
         if seed is None and self._seed is not None:
             seed, self._seed = self._seed, None
         super().reset(seed=seed)
+        if seed is not None:
+            for pool in {id(p): p for p in (self.team, self.opponent_team)}.values():
+                if isinstance(pool, TeamPool):
+                    pool.seed(seed)
         if self.server is not None and not self.server.is_alive():
             self._drop_backend()
         battle = self._start_battle(seed)

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import pid_alive
@@ -227,19 +228,52 @@ def test_a_signal_stops_the_agent_and_its_server(
     assert not pid_alive(server_pid)
 
 
-def _random_player(port: int, name: str) -> RandomPlayer:
+def _random_player(port: int, name: str, **kwargs: Any) -> RandomPlayer:
+    kwargs.setdefault("battle_format", "gen9randombattle")
     return RandomPlayer(
         account_configuration=AccountConfiguration(name, None),
         server_configuration=ServerConfiguration(
             f"ws://127.0.0.1:{port}/showdown/websocket", AUTH_URL
         ),
-        battle_format="gen9randombattle",
         log_level=logging.ERROR,
+        **kwargs,
     )
 
 
 def _results(agent: Agent) -> dict:
     return json.loads((agent.run_dir / "play.json").read_text())
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(420)
+def test_the_agent_plays_gen9ou_with_a_team_from_a_folder(
+    agent_factory: Callable[..., Agent],
+) -> None:
+    """``team=`` (docs/teams.md): the agent brings one of the folder's teams and leads
+    with its first Pokémon; the challenger brings its own."""
+    teams = ROOT / "teams" / "gen9ou"
+    name = f"maple{os.getpid()}"[:18]
+    agent = agent_factory(
+        "mode=accept", "battles=1", f"username={name}", "battle_format=gen9ou", f"team={teams}"
+    )
+    port, _ = _ready(agent)
+    challenger = _random_player(
+        port,
+        f"chal{os.getpid()}"[:18],
+        battle_format="gen9ou",
+        team=(teams / "offense.txt").read_text(),
+    )
+    asyncio.run(asyncio.wait_for(challenger.send_challenges(name.lower(), 1), timeout=240))
+    assert challenger.n_finished_battles == 1
+    assert agent.finish(timeout=60) == 0, "\n".join(agent.output)
+    (battle,) = challenger.battles.values()
+    firsts = {
+        text.split("\n", 1)[0].split(" @ ")[0].lower().replace(" ", "")
+        for text in (p.read_text() for p in teams.glob("*.txt"))
+    }
+    seen = [mon.species for mon in battle.opponent_team.values()]
+    assert seen[0] in firsts  # the agent's lead: the first Pokémon of one of the teams
+    assert battle.turn > 0 and _results(agent)["battles"][0]["turns"] == battle.turn
 
 
 @pytest.mark.integration

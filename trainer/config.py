@@ -100,6 +100,8 @@ class EvaluateConfig:
     save_replays: bool = False
     output: str | None = None  # JSON path; default <hydra run dir>/evaluation.json
     battle_format: str | None = None  # default: the checkpoint's
+    team: str | None = None  # team file or folder; default: the checkpoint's env.team
+    opponent_team: str | None = None  # default: the checkpoint's env.opponent_team (or team)
     max_turns: int | None = None  # default: the checkpoint's env.max_turns
     backend: str = "auto"  # auto (direct, or server with server_url) | server | direct
     server_url: str | None = None  # use this server instead of starting one
@@ -132,6 +134,10 @@ class ShowdownEnvConfig(EnvConfig):
 
     kind: str = "showdown"
     battle_format: str = "gen9randombattle"
+    # formats without random teams (gen9ou...): a team file or folder (one team drawn per
+    # battle, seeded), relative to the directory the run starts in; docs/teams.md
+    team: str | None = None
+    opponent_team: str | None = None  # the opponent's; None: the same as team
     # A name (``random``, ``max_power``, ``heuristic``, ``policy:<ckpt>``); typed Any so a
     # mix of opponents (a dict) can be given later without a schema change.
     opponent: Any = "random"
@@ -274,6 +280,7 @@ class PlayConfig:
     password: str | None = None  # for registered accounts (official server)
     opponent: str | None = None  # challenge: who; accept: only from this user (null: anyone)
     battle_format: str | None = None  # default: the checkpoint's
+    team: str | None = None  # team file or folder (gen9ou...); default: the checkpoint's env.team
     sample: bool = True  # False: greedy (argmax over legal actions)
     seed: int | None = None
     port: int | None = None  # server=local: fixed port (default a free one)
@@ -329,7 +336,7 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
     except Exception as exc:  # omegaconf raises MissingMandatoryValue, ValidationError...
         raise ConfigError(f"invalid config: {exc}") from exc
     assert isinstance(obj, TrainConfig)
-    problems = _check_values(obj) or _check_battle_format(obj.env)
+    problems = _check_values(obj) or _check_battle_format(obj.env) or _check_teams(obj.env)
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
     return obj
@@ -344,11 +351,45 @@ def _check_battle_format(env: EnvConfig) -> list[str]:
     from mapleenv.showdown.formats import check_format
 
     try:
-        check_format(env.battle_format)
+        check_format(env.battle_format, has_team=env.team is not None, team_key="env.team")
     except ValueError as exc:
         return [f"env.battle_format: {exc}"]
     except ShowdownError:  # no Node or package here: the env start will say so
         return []
+    return []
+
+
+def team_path(value: str | None) -> str | None:
+    """A team file or folder setting as an absolute path, relative to the directory the
+    command started in (Hydra's original cwd, also with ``hydra.job.chdir=true``); team
+    text (a newline or ``|`` in it) stays as it is."""
+    if value is None or "\n" in value or "|" in value:
+        return value
+    from hydra.utils import to_absolute_path
+
+    return to_absolute_path(str(value))
+
+
+def _check_teams(env: EnvConfig) -> list[str]:
+    """Makes ``env.team``/``env.opponent_team`` absolute, and reads and validates them with
+    the pinned simulator's validator (the file and Showdown's message on failure)."""
+    if not isinstance(env, ShowdownEnvConfig):
+        return []
+    from mapleenv.showdown import ShowdownError
+    from mapleenv.showdown.teams import read_teams
+
+    fmt = env.battle_format if env.server_url is None else None  # an external server's own
+    for key in ("team", "opponent_team"):
+        value = team_path(getattr(env, key))
+        setattr(env, key, value)
+        if value is None:
+            continue
+        try:
+            read_teams(value, fmt, key=f"env.{key}")
+        except ValueError as exc:
+            return [str(exc)]
+        except ShowdownError:  # no Node or package here: the env start will say so
+            return []
     return []
 
 

@@ -182,6 +182,8 @@ def _make_showdown(
 
     kwargs = dict(
         battle_format=cfg.battle_format,
+        team=cfg.team,
+        opponent_team=cfg.opponent_team,
         opponent=opponent_spec(cfg.opponent),  # a mix mapping -> "mix:name=weight,..."
         servers=cfg.servers,
         server_url=cfg.server_url,

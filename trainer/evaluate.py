@@ -16,7 +16,7 @@ from typing import Any
 
 from mapleenv.opponents.policy import snapshot_encoder
 from trainer.checkpoint import load_checkpoint
-from trainer.config import EvaluateConfig, PeriodicEvalConfig
+from trainer.config import EvaluateConfig, PeriodicEvalConfig, team_path
 from trainer.device import resolve_device
 from trainer.evaluation import (
     OpponentResult,
@@ -56,6 +56,10 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     policy = policy_from_snapshot(checkpoint).to(device)
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
     battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
+    # teams given here are relative to where the command started; the checkpoint's (as
+    # its run was configured, e.g. teams/gen9ou) to the current directory
+    team = team_path(cfg.team or env_cfg.get("team"))
+    opponent_team = team_path(cfg.opponent_team or env_cfg.get("opponent_team"))
     encoder = snapshot_encoder(checkpoint)
     max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
@@ -80,6 +84,8 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
             list(cfg.opponents),
             cfg.battles,
             battle_format=battle_format,
+            team=team,
+            opponent_team=opponent_team,
             encoder=encoder,
             num_envs=cfg.num_envs,
             sample=cfg.sample,
@@ -97,6 +103,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
         checkpoint=str(cfg.checkpoint),
         global_step=checkpoint.get("global_step"),
         battle_format=battle_format,
+        **{k: v for k, v in (("team", team), ("opponent_team", opponent_team)) if v},
         encoder=encoder,
         policy="sampled" if cfg.sample else "greedy",
         seed=cfg.seed,

@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import PlayConfig
+from trainer.config import PlayConfig, team_path
 
 log = logging.getLogger("trainer.play")
 
@@ -88,9 +88,16 @@ def build_player(
     from poke_env.ps_client import AccountConfiguration
 
     from mapleenv.opponents.policy import FrozenPolicy
+    from mapleenv.showdown.teams import team_pool
 
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
     battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
+    team = team_pool(  # validated by the pinned simulator for a local server
+        team_path(cfg.team or env_cfg.get("team")),
+        battle_format,
+        seed=cfg.seed,
+        validate=cfg.server == "local",
+    )
     policy = FrozenPolicy.from_snapshot(checkpoint)
     player_class = _make_player_class()
     return player_class(
@@ -100,6 +107,7 @@ def build_player(
         name=cfg.username or DEFAULT_USERNAME,
         on_result=on_result,
         battle_format=battle_format,
+        team=team,
         account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME, cfg.password),
         server_configuration=server_configuration,
         max_concurrent_battles=cfg.max_concurrent_battles,

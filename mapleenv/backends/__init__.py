@@ -36,7 +36,9 @@ class BattleBackend(Protocol):
 BackendFactory = Callable[..., BattleBackend]
 """``factory(*, battle_format, opponent, seed, log_dir, team, **backend_kwargs) -> BattleBackend``;
 ``backend.reset(seed=s)`` restarts the backend's battle seeds (a backend that cannot
-seed its battles, like the websocket one, ignores it)."""
+seed its battles, like the websocket one, ignores it). ``team`` is the agent's poke-env
+``Teambuilder`` (or ``None``: random teams); when it is given, ``opponent_team`` (the
+opponent's) is passed too."""
 
 BACKENDS: dict[str, BackendFactory] = {}
 

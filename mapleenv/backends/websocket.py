@@ -21,6 +21,7 @@ from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
+from mapleenv.actions import teampreview_in_order
 from mapleenv.backends import BattleAborted
 from mapleenv.opponents import opponent_battles, unique_username
 from mapleenv.showdown.package import ShowdownError, port_is_open
@@ -78,8 +79,9 @@ class _DrivenPlayer(Player):
         self._events.put(_Event(self.role, battle, reply))
         return await reply
 
-    def answer(self, reply: asyncio.Future, order: BattleOrder) -> None:
-        """Resolve a decision's future with ``order`` (thread-safe, once)."""
+    def answer(self, reply: asyncio.Future, order: BattleOrder | str) -> None:
+        """Resolve a decision's future with ``order`` (a team-preview choice is a string;
+        thread-safe, once)."""
 
         def resolve() -> None:
             if not reply.done():
@@ -87,8 +89,13 @@ class _DrivenPlayer(Player):
 
         self.ps_client.loop.call_soon_threadsafe(resolve)
 
-    def teampreview(self, battle: AbstractBattle) -> str:
-        return self.random_teampreview(battle)
+    async def teampreview(self, battle: AbstractBattle) -> str:
+        """The agent keeps its team order; the opponent's seat asks the env's thread (the
+        opponent's own ``teampreview``, as on the direct backend)."""
+        if self.role == "agent":
+            return teampreview_in_order(battle)
+        choice = await self._await_order(battle)
+        return choice if isinstance(choice, str) else choice.message
 
     def _battle_finished_callback(self, battle: AbstractBattle) -> None:
         self._events.put(_Event(self.role, battle))
@@ -115,6 +122,7 @@ class ShowdownBackend:
         opponent: Player,
         *,
         team: Any = None,
+        opponent_team: Any = None,
         timeout: float = 60.0,
         record_dir: str | Path | None = None,
         log_level: int = logging.WARNING,
@@ -134,7 +142,6 @@ class ShowdownBackend:
             server_configuration=server_configuration,
             max_concurrent_battles=1,
             loop=self._loop,
-            team=team,
             log_level=log_level,
         )
         self.agent = _DrivenPlayer(
@@ -142,12 +149,14 @@ class ShowdownBackend:
             self._events,
             record=self.record_dir is not None,
             account_configuration=AccountConfiguration(unique_username("a"), None),
+            team=team,
             **common,
         )
         self.rival = _DrivenPlayer(
             "rival",
             self._events,
             account_configuration=AccountConfiguration(unique_username("b"), None),
+            team=team if opponent_team is None else opponent_team,
             **common,
         )
         self.battle: Battle | None = None
@@ -200,7 +209,10 @@ class ShowdownBackend:
         if ending or battle.finished:
             self.rival.answer(event.reply, _NoOrder())
             return
-        order = self.opponent.choose_move(battle)
+        if battle.teampreview:
+            order = self.opponent.teampreview(battle)
+        else:
+            order = self.opponent.choose_move(battle)
         if inspect.isawaitable(order):
             self.rival.answer(event.reply, _NoOrder())
             raise TypeError(

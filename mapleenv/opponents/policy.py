@@ -50,7 +50,7 @@ from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 
-from mapleenv.actions import legal_actions, mask_from_legal
+from mapleenv.actions import legal_actions, mask_from_legal, teampreview_in_order
 from mapleenv.encoders import BattleEncoder, make_encoder
 from mapleenv.opponents import register_opponent, unique_username
 
@@ -256,6 +256,10 @@ class PolicyOpponent(Player):
             logger.warning("%s chose illegal action %d; playing a random move", self.name, action)
             return self.choose_random_move(battle)
         return order
+
+    def teampreview(self, battle: AbstractBattle) -> str:
+        """As the agent does: its team in the given order (not a policy decision)."""
+        return teampreview_in_order(battle)
 
     def reset_battles(self) -> None:
         super().reset_battles()

@@ -36,9 +36,10 @@ def known_formats() -> dict[str, bool]:
         raise ShowdownError(f"could not list the simulator's formats: {exc}") from exc
 
 
-def check_format(battle_format: str, has_team: bool = False) -> None:
+def check_format(battle_format: str, has_team: bool = False, team_key: str = "team") -> None:
     """``ValueError`` (one line) for a format the simulator does not know, with the closest
-    names, or for a format that needs teams when none is given."""
+    names, or for a format that needs teams when none is given (naming ``team_key``, the
+    caller's name for the team setting)."""
     formats = known_formats()
     key = "".join(c for c in battle_format.lower() if c.isalnum())
     if key not in formats:
@@ -48,6 +49,6 @@ def check_format(battle_format: str, has_team: bool = False) -> None:
     if formats[key] and not has_team:
         raise ValueError(
             f"battle format {battle_format!r} needs a team for each player (no random teams): "
-            "give one (PokemonEnv team=...) or use a random-battle format such as "
-            "gen9randombattle"
+            f"set {team_key}=<team file or folder> (Showdown export or packed teams, "
+            "docs/teams.md) or use a random-battle format such as gen9randombattle"
         )

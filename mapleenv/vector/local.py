@@ -40,6 +40,7 @@ from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import external_server
 from mapleenv.showdown.process import die_with_parent
 from mapleenv.showdown.server import ServerPool
+from mapleenv.showdown.teams import read_teams
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,9 @@ def make_vector_env(
     (``server_config``: extra Showdown config values for those, see
     :data:`mapleenv.showdown.config.DEFAULT_CONFIG`); ``seed`` seeds env ``i`` with ``seed + i``;
     ``env_kwargs`` go to every
-    :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``, ``backend_kwargs``). ``backend``:
+    :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``, ``backend_kwargs``, ``team`` and
+    ``opponent_team``: team files or folders are read and validated here, once, and the
+    workers get the packed teams; env ``i`` draws its teams with its own seed). ``backend``:
     ``None``/``"auto"`` (:func:`default_backend`), ``"server"``, ``"direct"`` (with
     ``sim_hosts`` shared hosts, see module docs) or a name given to
     ``mapleenv.backends.register_backend``.
@@ -136,6 +139,10 @@ def make_vector_env(
         raise ValueError(f"server_url needs backend='server' (got backend={backend!r})")
     if server_url is None:  # before any worker starts (an external server has its own list)
         check_format(battle_format, has_team=env_kwargs.get("team") is not None)
+    for key in ("team", "opponent_team"):  # read and validated once, here
+        if isinstance(env_kwargs.get(key), str | Path):
+            validate_for = battle_format if server_url is None else None
+            env_kwargs[key] = read_teams(env_kwargs[key], validate_for, key=key)
     if not backend_available(backend):
         raise NotImplementedError(
             f"backend {backend!r} is not available (registered: "

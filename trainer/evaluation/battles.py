@@ -86,6 +86,8 @@ def evaluate_policy(
     battles: int,
     *,
     battle_format: str = "gen9randombattle",
+    team: str | None = None,
+    opponent_team: str | None = None,
     encoder: str = "simple",
     num_envs: int = 4,
     sample: bool = True,
@@ -101,11 +103,14 @@ def evaluate_policy(
     """Evaluate ``policy`` against each of ``opponents`` (see module docs).
 
     ``progress(opponent, done, total)`` is called as battles finish. With the server
-    backend and no ``server_url``, one local server serves all opponents.
+    backend and no ``server_url``, one local server serves all opponents. ``team`` and
+    ``opponent_team`` (formats without random teams) are team files or folders, read and
+    validated once for all opponents.
     """
     from mapleenv import make_vector_env
     from mapleenv.opponents.mix import uses_self_play
     from mapleenv.showdown import ServerPool
+    from mapleenv.showdown.teams import read_teams
     from mapleenv.vector import default_backend
 
     if battles < 1:
@@ -125,13 +130,17 @@ def evaluate_policy(
     pool = None
     if backend == "auto":
         backend = default_backend(server_url)
+    teams: dict[str, Any] = {}
+    for key, value in (("team", team), ("opponent_team", opponent_team)):
+        if value is not None:  # validated by the pinned simulator unless a server is given
+            teams[key] = read_teams(value, battle_format if server_url is None else None, key=key)
     if backend == "server" and server_url is None:
         pool = ServerPool(1, log_dir=log_dir).start()
         server_url = pool.configuration_for(0).websocket_url
     results = []
     try:
         for k, name in enumerate(opponents):
-            env_kwargs: dict[str, Any] = {}
+            env_kwargs: dict[str, Any] = dict(teams)
             if replay_dir is not None:
                 env_kwargs["replay_dir"] = str(Path(replay_dir) / _safe_name(name))
             envs = make_vector_env(

@@ -60,6 +60,8 @@ class PeriodicEvaluator:
             list(self.cfg.opponents),
             self.cfg.battles,
             battle_format=env.battle_format,
+            team=env.team,
+            opponent_team=env.opponent_team,
             encoder=env.encoder,
             num_envs=self.cfg.num_envs,
             sample=self.cfg.sample,

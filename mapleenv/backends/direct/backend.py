@@ -55,7 +55,9 @@ class DirectBackend:
         opponent: non-listening poke-env ``Player`` choosing on its own (p2) ``Battle``.
         seed: seeds the stream of per-battle simulator seeds (``None``: fresh entropy).
         log_dir: unused (the host keeps no log; its stderr tail is in host errors).
-        team: team for formats that need one (both seats), as for the server backend.
+        team: the agent's team for formats that need one (a poke-env ``Teambuilder`` or
+            team text), as for the server backend.
+        opponent_team: the opponent's team (default: ``team``).
         agent_username: the agent's name in battle logs.
         record: keep each battle's input and simulator output (``battle.input_log``...).
         showdown_dir: the pokemon-showdown npm package (default: ``find_showdown()``).
@@ -70,6 +72,7 @@ class DirectBackend:
         seed: int | None = None,
         log_dir: str | Path | None = None,
         team: Any = None,
+        opponent_team: Any = None,
         agent_username: str = "Maple",
         record: bool = False,
         showdown_dir: str | Path | None = None,
@@ -78,6 +81,7 @@ class DirectBackend:
         self.battle_format = battle_format
         self.opponent = opponent
         self.team = team
+        self.opponent_team = team if opponent_team is None else opponent_team
         self.agent_username = agent_username
         self.record = record
         self._rng = np.random.default_rng(seed)
@@ -111,7 +115,7 @@ class DirectBackend:
             seed=self._draw_seed(),
             team_seeds={"p1": self._draw_seed(), "p2": self._draw_seed()},
             agent_team=_packed_team(self.team),
-            opponent_team=_packed_team(self.team),
+            opponent_team=_packed_team(self.opponent_team),
             record=self.record,
         )
         self.session = session

@@ -19,6 +19,7 @@ from poke_env.data import GenData
 from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 
+from mapleenv.actions import teampreview_in_order
 from mapleenv.backends.direct.host import SimHost, SimHostError
 from mapleenv.backends.direct.protocol import absorb
 
@@ -182,6 +183,13 @@ class DirectBattle:
                 self.input_log.extend(lines)
                 self.output_log.extend(replies)
             self._absorb(replies)
+            if self._needs_choice["p1"] and self.agent_battle.teampreview:
+                # not a policy decision: answered here, as the server backend's player does
+                preview = order_to_choice(teampreview_in_order(self.agent_battle))
+                lines = [self._choice_line("p1", preview)]
+                if self._needs_choice["p2"]:
+                    lines.append(self._choice_line("p2", self._opponent_choice()))
+                continue
             if self.finished or self._needs_choice["p1"]:
                 return
             if self._needs_choice["p2"]:
