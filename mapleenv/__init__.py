@@ -1,7 +1,8 @@
 """Maple environment side: Showdown servers, battle env, encoders, reward, opponents.
 
 ``import mapleenv`` registers the Gymnasium id ``mapleenv/Showdown-v0``
-(:class:`mapleenv.env.PokemonEnv`). Everything else is imported lazily, so importing
+(:class:`mapleenv.env.PokemonEnv`); ``mapleenv.parallel_env()`` is the two-agent PettingZoo
+env (:mod:`mapleenv.multiagent`). Everything else is imported lazily, so importing
 the package stays light (no torch, no poke-env until used).
 """
 
@@ -22,6 +23,8 @@ _LAZY = {
     "BattleAborted": "mapleenv.backends",
     "register_backend": "mapleenv.backends",
     "make_vector_env": "mapleenv.vector.local",
+    "parallel_env": "mapleenv.multiagent",
+    "ShowdownParallelEnv": "mapleenv.multiagent",
     "ShowdownVectorEnv": "mapleenv.vector.local",
     "ShowdownServer": "mapleenv.showdown",
     "ServerPool": "mapleenv.showdown",
