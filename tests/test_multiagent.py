@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,3 +134,16 @@ def test_bad_arguments():
         mapleenv.parallel_env(max_turns=0)
     with pytest.raises(RuntimeError, match="reset"):
         mapleenv.parallel_env().step({"p1": 0, "p2": 0})
+
+
+@pytest.mark.integration
+def test_the_self_play_example_runs():
+    script = Path(__file__).parents[1] / "examples" / "selfplay_pettingzoo.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--rounds", "2", "--battles", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "round   2: p1 won" in result.stdout
