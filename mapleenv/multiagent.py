@@ -187,10 +187,12 @@ class ShowdownParallelEnv(ParallelEnv):
             turns = session.battles["p1"].turn
             infos = {
                 side: {"battle_tag": session.battle_tag, "needs_action": False, "turns": turns}
-                | {"aborted": str(exc)}
-                | ({"illegal_action": True} if side in illegal else {})
                 for side in SIDES
             }
+            for side in SIDES:
+                infos[side]["aborted"] = str(exc)
+                if side in illegal:
+                    infos[side]["illegal_action"] = True
             observations = {side: dict(obs) for side, obs in self._last_obs.items()}
             zeros = dict.fromkeys(SIDES, 0.0)
             return (

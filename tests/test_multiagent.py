@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import child_node_pids
 from pettingzoo.test import parallel_api_test
 
 import mapleenv
@@ -123,6 +126,30 @@ def test_illegal_actions_raise_or_play_the_default_and_max_turns_truncates():
             env.step({"p1": 0, "p2": 0})
     finally:
         env.close()
+
+
+@pytest.mark.integration
+def test_a_killed_host_truncates_the_battle_and_close_leaves_no_node():
+    before = set(child_node_pids())
+    env = mapleenv.parallel_env(seed=3)
+    rng = np.random.default_rng(3)
+    try:
+        obs, _ = env.reset()
+        (host,) = set(child_node_pids()) - before
+        os.kill(host, signal.SIGKILL)
+        obs, rewards, terms, truncs, infos = env.step(
+            {a: random_legal(obs[a], rng) for a in env.agents}
+        )
+        assert truncs == {"p1": True, "p2": True} and terms == {"p1": False, "p2": False}
+        assert rewards == {"p1": 0.0, "p2": 0.0} and "aborted" in infos["p1"]
+        assert env.agents == []
+        obs, _ = env.reset()  # a new host
+        assert env.agents == ["p1", "p2"] and set(child_node_pids()) - before - {host}
+        obs, *_ = env.step({a: random_legal(obs[a], rng) for a in env.agents})
+    finally:
+        env.close()
+    env.close()  # idempotent
+    assert set(child_node_pids()) <= before
 
 
 def test_bad_arguments():
