@@ -2,7 +2,8 @@
 
 ``import mapleenv`` registers the Gymnasium ids ``mapleenv/Showdown-v0``
 (:class:`mapleenv.env.PokemonEnv`) and ``mapleenv/Memory-v0`` (:mod:`mapleenv.memory`, a toy
-memory task). Everything else is imported lazily, so importing
+memory task); ``mapleenv.parallel_env()`` is the two-agent PettingZoo env
+(:mod:`mapleenv.multiagent`). Everything else is imported lazily, so importing
 the package stays light (no torch, no poke-env until used).
 """
 
@@ -26,6 +27,8 @@ _LAZY = {
     "BattleAborted": "mapleenv.backends",
     "register_backend": "mapleenv.backends",
     "make_vector_env": "mapleenv.vector.local",
+    "parallel_env": "mapleenv.multiagent",
+    "ShowdownParallelEnv": "mapleenv.multiagent",
     "ShowdownVectorEnv": "mapleenv.vector.local",
     "ShowdownServer": "mapleenv.showdown",
     "ServerPool": "mapleenv.showdown",

@@ -22,7 +22,7 @@ import numpy as np
 from gymnasium import spaces
 from poke_env.battle.battle import Battle
 from poke_env.data import GenData
-from poke_env.player.battle_order import BattleOrder
+from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
@@ -46,6 +46,9 @@ from mapleenv.showdown.teams import TeamPool, team_pool
 logger = logging.getLogger(__name__)
 
 __all__ = ["BattleAborted", "PokemonEnv"]
+
+ON_ILLEGAL = ("default", "raise")
+"""Values of ``PokemonEnv(on_illegal=...)``."""
 
 
 class PokemonEnv(gymnasium.Env):
@@ -82,6 +85,11 @@ class PokemonEnv(gymnasium.Env):
             decision is added to every observation as ``teacher_action`` (int64 ``[1]``,
             the action index, ``-1`` if its order is not a legal action): the target of
             the trainer's kickstarting loss (``algo.kickstart_coef``).
+        on_illegal: what ``step`` does with an action the mask rules out: ``"default"``
+            plays the simulator's default choice and sets ``info["illegal_action"]``
+            (so generic checkers and unmasked learners run); ``"raise"`` raises
+            ``ValueError`` (Maple's trainer and evaluator use it: they only send legal
+            actions, so one is a bug). docs/rl_libraries.md.
 
     ``info`` at the end of an episode holds ``won`` (False for a loss, a tie or a
     max_turns truncation), ``battle_tag``, ``turns`` and ``opponent`` (its name; a
@@ -114,7 +122,11 @@ class PokemonEnv(gymnasium.Env):
         record_dir: str | Path | None = None,
         replay_dir: str | Path | None = None,
         teacher: str | None = None,
+        on_illegal: str = "default",
     ):
+        if on_illegal not in ON_ILLEGAL:
+            raise ValueError(f"on_illegal must be one of {ON_ILLEGAL}, got {on_illegal!r}")
+        self.on_illegal = on_illegal
         for module in plugins:
             importlib.import_module(module)
         fmt = battle_format.lower()
@@ -274,6 +286,13 @@ class PokemonEnv(gymnasium.Env):
         """Legal action -> order for the current decision."""
         return dict(self._legal)
 
+    def action_masks(self) -> np.ndarray:
+        """Bool ``[A]`` mask of the legal actions for the current observation (its
+        ``action_mask``): the method sb3-contrib's ``MaskablePPO`` looks for."""
+        if self._last_obs is None:
+            raise RuntimeError("no observation yet: call reset()")
+        return self._last_obs["action_mask"].astype(bool)
+
     # -- Gymnasium API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -323,11 +342,14 @@ class PokemonEnv(gymnasium.Env):
         if self._battle is None or self._episode_over or self._backend is None:
             raise RuntimeError("no battle in progress: call reset()")
         order = self._legal.get(int(action))
-        if order is None:
-            raise ValueError(
-                f"illegal action {action!r} in {self._battle.battle_tag} (turn "
-                f"{self._battle.turn}); legal: {describe_legal(self._legal)}"
-            )
+        illegal = order is None
+        if illegal:
+            if self.on_illegal == "raise":
+                raise ValueError(
+                    f"illegal action {action!r} in {self._battle.battle_tag} (turn "
+                    f"{self._battle.turn}); legal: {describe_legal(self._legal)}"
+                )
+            order = DefaultBattleOrder()
         try:
             battle = self._backend.step(order)
         except BattleAborted as exc:
@@ -335,17 +357,14 @@ class PokemonEnv(gymnasium.Env):
             self._drop_backend()
             self._episode_over = True
             assert self._last_obs is not None
-            return (
-                self._last_obs,
-                0.0,
-                False,
-                True,
-                {
-                    "battle_tag": self._battle.battle_tag,
-                    "turns": self._battle.turn,
-                    "aborted": str(exc),
-                },
-            )
+            info = {
+                "battle_tag": self._battle.battle_tag,
+                "turns": self._battle.turn,
+                "aborted": str(exc),
+            }
+            if illegal:
+                info["illegal_action"] = True
+            return self._last_obs, 0.0, False, True, info
         self._battle = battle
         obs = self._observe(battle)
         reward = self.reward_tracker.compute(battle)
@@ -366,6 +385,8 @@ class PokemonEnv(gymnasium.Env):
                 info["opponent_policy_id"] = int(policy_id)
             if self.replay_dir is not None:
                 battle.save_replay(Path(self.replay_dir) / f"{battle.battle_tag}.html")
+        if illegal:
+            info["illegal_action"] = True
         return obs, float(reward), terminated, truncated, info
 
     def opponent_label(self, battle_tag: str) -> str:

@@ -115,7 +115,7 @@ def no_new_threads():
 
 @pytest.mark.integration
 def test_illegal_action_raises_and_the_battle_goes_on(backend):
-    env = PokemonEnv(**backend)
+    env = PokemonEnv(on_illegal="raise", **backend)
     try:
         obs, _ = env.reset()
         illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
@@ -124,6 +124,30 @@ def test_illegal_action_raises_and_the_battle_goes_on(backend):
         turn = env.battle.turn
         obs, *_ = env.step(greedy_action(obs, np.random.default_rng(3)))
         assert env.battle.turn >= turn
+    finally:
+        env.close()
+
+
+@pytest.mark.integration
+def test_illegal_action_plays_the_default_choice_by_default(backend):
+    if "backend" in backend:  # direct: the simulator input shows what was sent
+        backend = {**backend, "backend_kwargs": {"record": True}}
+    env = PokemonEnv(seed=7, **backend)
+    try:
+        assert env.on_illegal == "default"
+        obs, _ = env.reset()
+        assert np.array_equal(env.action_masks(), obs["action_mask"].astype(bool))
+        illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+        request = env.battle.last_request
+        obs, _, terminated, truncated, info = env.step(illegal)
+        assert info.get("illegal_action") is True and not truncated
+        assert terminated or env.battle.last_request is not request  # the choice was taken
+        assert np.array_equal(env.action_masks(), obs["action_mask"].astype(bool))
+        if "backend" in backend:
+            p1_lines = [line for line in env._backend.session.input_log if line[:3] == ">p1"]
+            assert p1_lines == [">p1 default"]
+        _, _, _, _, info = env.step(greedy_action(obs, np.random.default_rng(3)))
+        assert "illegal_action" not in info
     finally:
         env.close()
 
@@ -187,6 +211,10 @@ def test_bad_arguments():
         PokemonEnv(battle_format="gen9randomdoublesbattle")
     with pytest.raises(ValueError, match="unknown reward key"):
         PokemonEnv(reward={"victory": 1})
+    with pytest.raises(ValueError, match="on_illegal must be one of.*'ignore'"):
+        PokemonEnv(on_illegal="ignore")
+    with pytest.raises(RuntimeError, match="reset"):
+        PokemonEnv().action_masks()
     env = PokemonEnv()
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)

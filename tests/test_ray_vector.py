@@ -57,6 +57,21 @@ class SlowOnOddActions(gym.Wrapper):
         return self.env.step(action)
 
 
+class MaskedCartPole(gym.Wrapper):
+    """CartPole with an ``action_masks()`` that depends on the last observation."""
+
+    def reset(self, **kwargs):
+        self.obs, info = self.env.reset(**kwargs)
+        return self.obs, info
+
+    def step(self, action):
+        self.obs, *rest = self.env.step(action)
+        return (self.obs, *rest)
+
+    def action_masks(self):
+        return np.array([self.obs[0] > 0, True])
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -119,6 +134,20 @@ def test_two_shards_match_the_local_vector_env(local_ray, autoreset):
         sharded.close()
         local.close()
     assert sharded.closed
+
+
+def test_action_masks_of_two_shards_follow_env_order(local_ray):
+    make = functools.partial(gym.make_vec, "CartPole-v1", wrappers=[MaskedCartPole])
+    env = RayVectorEnv(5, 2, env_fn=make, env_kwargs={"vectorization_mode": "sync"})
+    try:
+        obs, _ = env.reset(seed=0)
+        for _ in range(3):
+            masks = env.action_masks()
+            assert masks.shape == (5, 2) and masks.dtype == bool
+            assert np.array_equal(masks[:, 0], obs[:, 0] > 0) and masks[:, 1].all()
+            obs, *_ = env.step(np.zeros(5, dtype=np.int64))
+    finally:
+        env.close()
 
 
 def test_killed_shard_raises_shard_failed_error(local_ray):

@@ -197,6 +197,7 @@ def _make_showdown(
         context=cfg.context,
         seed=seed,
         autoreset_mode=AutoresetMode.SAME_STEP,
+        on_illegal="raise",  # the policy samples masked actions: an illegal one is a bug
     )
     log.info(
         "starting %d Showdown env(s) (%s, %s backend): %s vs %s",

@@ -11,6 +11,7 @@ _LAZY = {
     "ShowdownVectorEnv": "mapleenv.vector.local",
     "default_backend": "mapleenv.vector.local",
     "make_vector_env": "mapleenv.vector.local",
+    "action_masks": "mapleenv.vector.masks",
     "RayVectorEnv": "mapleenv.vector.ray",
     "ShardFailedError": "mapleenv.vector.ray",
     "make_ray_vector_env": "mapleenv.vector.ray",

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
 from mapleenv.backends import available_backends, backend_available
@@ -41,6 +42,7 @@ from mapleenv.showdown.package import external_server
 from mapleenv.showdown.process import die_with_parent
 from mapleenv.showdown.server import ServerPool
 from mapleenv.showdown.teams import read_teams
+from mapleenv.vector.masks import action_masks
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +82,11 @@ class ShowdownVectorEnv(AsyncVectorEnv):
         except BaseException:
             self._stop_pool()
             raise
+
+    def action_masks(self) -> np.ndarray:
+        """Bool ``[N, A]`` legal-action masks of the current observations
+        (:func:`mapleenv.vector.masks.action_masks`)."""
+        return action_masks(self)
 
     def _stop_pool(self) -> None:
         pool, self.pool = getattr(self, "pool", None), None

@@ -33,6 +33,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from mapleenv.vector.batching import concatenate_batches, merge_infos, slice_batch, split_envs
+from mapleenv.vector.masks import action_masks
 from mapleenv.vector.shard import EnvFn, ShardActor, make_showdown_vector_env
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,10 @@ class RayVectorEnv(VectorEnv):
         refs = [a.call.remote(name, args, kwargs) for a in self._actors]
         results = self._gather(refs, "call", self.step_timeout_s)
         return tuple(item for part in results for item in part)
+
+    def action_masks(self) -> np.ndarray:
+        """Bool ``[N, A]`` legal-action masks (:func:`mapleenv.vector.masks.action_masks`)."""
+        return action_masks(self)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         refs = [a.get_attr.remote(name) for a in self._actors]

@@ -154,6 +154,7 @@ def evaluate_policy(
                 backend=backend,
                 seed=seed + 1000 * k,
                 autoreset_mode="SameStep",
+                on_illegal="raise",  # masked sampling: an illegal action is a bug
                 **env_kwargs,
             )
             done = 0

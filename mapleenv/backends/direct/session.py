@@ -3,7 +3,9 @@
 ``DirectBattle`` plays the agent as p1 and a poke-env ``Player`` (the opponent, choosing on
 its own p2-view ``Battle``) as p2. It advances the simulator until the agent has a decision
 to make or the battle is over. Simulator replies are applied log first, requests last, so a
-request never sees a battle state older than the log that preceded it.
+request never sees a battle state older than the log that preceded it. With no opponent
+(``opponent=None``) both sides are chosen by the caller: :meth:`DirectBattle.choose` sends
+the choices of the sides that must choose and stops at the next decision of either side.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from poke_env.battle.abstract_battle import AbstractBattle
@@ -50,13 +53,14 @@ class DirectBattle:
         host: SimHost,
         battle_id: str,
         battle_format: str,
-        opponent: Player,
+        opponent: Player | None,
         agent_username: str = "Maple",
         seed: list[int] | None = None,
         team_seeds: dict[str, list[int]] | None = None,
         agent_team: str | None = None,
         opponent_team: str | None = None,
         record: bool = False,
+        opponent_username: str | None = None,
     ):
         self.host = host
         self.battle_id = battle_id
@@ -66,7 +70,7 @@ class DirectBattle:
         self.team_seeds = dict(team_seeds or {})
         gen = GenData.from_format(battle_format).gen
         self.battle_tag = f"battle-{battle_format}-{battle_id}"
-        opponent_username = getattr(opponent, "username", None) or "Opponent"
+        opponent_username = opponent_username or getattr(opponent, "username", None) or "Opponent"
         if opponent_username == agent_username:
             opponent_username += " 2"
         self.usernames = {"p1": agent_username, "p2": opponent_username}
@@ -114,10 +118,28 @@ class DirectBattle:
             raise RuntimeError(f"{self.battle_tag} is finished")
         if not self._needs_choice["p1"]:
             raise RuntimeError(f"{self.battle_tag}: the agent has no decision to make")
+        if self.opponent is None:
+            raise RuntimeError(f"{self.battle_tag}: no opponent; choose for both sides")
         lines = [self._choice_line("p1", order_to_choice(agent_order))]
         if self._needs_choice["p2"]:
             lines.append(self._choice_line("p2", self._opponent_choice()))
         self._advance(lines)
+
+    @property
+    def pending(self) -> list[str]:
+        """The sides that have a decision to make now."""
+        return [side for side in SIDES if self._needs_choice[side]]
+
+    def choose(self, choices: Mapping[str, BattleOrder | str]) -> None:
+        """Send the choice of every side that must choose (entries for other sides are
+        ignored) and advance to the next decision of either side (``opponent=None``)."""
+        if self.finished:
+            raise RuntimeError(f"{self.battle_tag} is finished")
+        pending = self.pending
+        missing = [side for side in pending if side not in choices]
+        if missing:
+            raise ValueError(f"{self.battle_tag}: no choice for {', '.join(missing)}")
+        self._advance([self._choice_line(side, order_to_choice(choices[side])) for side in pending])
 
     def probe_choice(self, side: str, choice: str) -> str | None:
         """Ask the simulator whether ``choice`` is valid for ``side`` now, without making it.
@@ -192,6 +214,8 @@ class DirectBattle:
                 continue
             if self.finished or self._needs_choice["p1"]:
                 return
+            if self._needs_choice["p2"] and self.opponent is None:
+                return  # the caller chooses for p2 too
             if self._needs_choice["p2"]:
                 lines = [self._choice_line("p2", self._opponent_choice())]
                 continue
