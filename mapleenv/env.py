@@ -10,7 +10,6 @@ are played through inside a step.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -37,7 +36,8 @@ from mapleenv.backends import (
 from mapleenv.backends.websocket import ShowdownBackend, wait_for_server
 from mapleenv.encoders import BattleEncoder, make_encoder, observation_box
 from mapleenv.opponents import make_opponent
-from mapleenv.reward import RewardConfig, RewardTracker
+from mapleenv.plugins import import_plugins
+from mapleenv.reward import RewardConfig, RewardFn, make_reward
 from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import ShowdownError, external_server
 from mapleenv.showdown.server import ShowdownServer
@@ -58,7 +58,11 @@ class PokemonEnv(gymnasium.Env):
             :meth:`close`); or a ``ShowdownServer``, a poke-env
             ``ServerConfiguration``, or ``"host:port"`` / ``ws://...``.
         encoder: encoder name or instance (:mod:`mapleenv.encoders`).
-        reward: :class:`RewardConfig`, a mapping of its fields, or ``None``.
+        reward: the reward weights: :class:`RewardConfig`, a mapping of its fields, or
+            ``None``.
+        reward_fn: the reward (:mod:`mapleenv.reward`): ``"shaped"`` (the weighted
+            reward), a name given to :func:`~mapleenv.reward.register_reward`,
+            ``"module:factory"``, or a :class:`~mapleenv.reward.RewardFn`.
         log_dir: where an embedded server keeps its directory and log.
         max_turns: truncate the episode once the battle reaches this turn.
         seed: seed of the first ``reset`` (Showdown's team generation and the
@@ -70,7 +74,7 @@ class PokemonEnv(gymnasium.Env):
             back after its connection was lost (s).
         team: team for formats that need one (poke-env ``team`` argument).
         plugins: modules imported first (they may register encoders, opponents,
-            backends in the process that builds the env).
+            rewards, backends in the process that builds the env; ``docs/extending.md``).
         record_dir: write each battle's agent-side websocket frames there (JSONL).
         replay_dir: write each finished battle's poke-env HTML replay there.
         teacher: an opponent name (e.g. ``"heuristic"``) whose choice for the agent's own
@@ -107,9 +111,9 @@ class PokemonEnv(gymnasium.Env):
         record_dir: str | Path | None = None,
         replay_dir: str | Path | None = None,
         teacher: str | None = None,
+        reward_fn: str | RewardFn = "shaped",
     ):
-        for module in plugins:
-            importlib.import_module(module)
+        import_plugins(plugins)
         fmt = battle_format.lower()
         if "double" in fmt or "vgc" in fmt or "multi" in fmt:
             raise ValueError(f"{battle_format!r}: only singles formats are supported")
@@ -131,7 +135,7 @@ class PokemonEnv(gymnasium.Env):
         self.record_dir = record_dir
         self.replay_dir = replay_dir
         self.encoder = make_encoder(encoder)
-        self.reward_tracker = RewardTracker(reward)
+        self.reward_tracker = make_reward(reward_fn, reward)
         self.opponent = (
             opponent
             if isinstance(opponent, Player)

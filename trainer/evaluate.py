@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mapleenv.opponents.policy import snapshot_encoder
+from mapleenv.opponents.policy import snapshot_encoder, snapshot_plugins
 from trainer.checkpoint import load_checkpoint
 from trainer.config import EvaluateConfig, PeriodicEvalConfig
 from trainer.device import resolve_device
@@ -57,6 +57,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
     battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
     encoder = snapshot_encoder(checkpoint)
+    plugins = list(dict.fromkeys([*snapshot_plugins(checkpoint), *cfg.plugins]))
     max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
     replay_dir = output.parent / "replays" if cfg.save_replays else None
@@ -91,6 +92,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
             log_dir=output_dir / "showdown",
             replay_dir=replay_dir,
             progress=progress,
+            plugins=plugins,
         )
     document = results_json(
         results,
