@@ -10,40 +10,17 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 import trainer.config  # noqa: F401  (registers the typed schemas)
 from mapleenv.vector.ray import ShardFailedError  # plain import; Ray is imported only by shards
-from trainer.checkpoint import CheckpointError, resolve_checkpoint, run_dir_of
+from trainer.checkpoint import CheckpointError
 from trainer.config import ConfigError
 from trainer.envs import EnvWorkerDied, EnvWorkerStalled
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 log = logging.getLogger("trainer")
 _MAIN_PID = os.getpid()
-
-
-def _run_dir(resume: str | None, new_run_dir: str) -> str:
-    """Hydra's run dir (``conf/config.yaml``): with ``resume=<run dir or checkpoint>`` the
-    resumed run's own dir, so the segment's log and Hydra files go there and no second run
-    dir is made; else ``new_run_dir``. A resume path that does not resolve keeps
-    ``new_run_dir``: the run then stops there with one line saying why."""
-    if not resume:
-        return new_run_dir
-    try:
-        return str(run_dir_of(resolve_checkpoint(resume)))
-    except FileNotFoundError:
-        return new_run_dir
-
-
-def _hydra_subdir(resume: str | None, stamp: str) -> str:
-    """Where Hydra writes a run's config and overrides: ``.hydra``, or for a resumed
-    segment ``.hydra/resumed_<stamp>``, keeping the first segment's files."""
-    return f".hydra/resumed_{stamp}" if resume else ".hydra"
-
-
-OmegaConf.register_new_resolver("maple.run_dir", _run_dir, replace=True)
-OmegaConf.register_new_resolver("maple.hydra_subdir", _hydra_subdir, replace=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:
