@@ -37,6 +37,7 @@ from mapleenv.backends.websocket import ShowdownBackend, wait_for_server
 from mapleenv.encoders import BattleEncoder, make_encoder, observation_box
 from mapleenv.opponents import make_opponent
 from mapleenv.plugins import import_plugins
+from mapleenv.replays import save_replay
 from mapleenv.reward import RewardConfig, RewardFn, make_reward
 from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import ShowdownError, external_server
@@ -76,7 +77,8 @@ class PokemonEnv(gymnasium.Env):
         plugins: modules imported first (they may register encoders, opponents,
             rewards, backends in the process that builds the env; ``docs/extending.md``).
         record_dir: write each battle's agent-side websocket frames there (JSONL).
-        replay_dir: write each finished battle's poke-env HTML replay there.
+        replay_dir: write each finished battle's HTML replay there
+            (:mod:`mapleenv.replays`).
         teacher: an opponent name (e.g. ``"heuristic"``) whose choice for the agent's own
             decision is added to every observation as ``teacher_action`` (int64 ``[1]``,
             the action index, ``-1`` if its order is not a legal action): the target of
@@ -343,7 +345,7 @@ class PokemonEnv(gymnasium.Env):
                 "opponent": self.opponent_label(battle.battle_tag),
             }
             if self.replay_dir is not None:
-                battle.save_replay(Path(self.replay_dir) / f"{battle.battle_tag}.html")
+                save_replay(battle, Path(self.replay_dir) / f"{battle.battle_tag}.html")
         return obs, float(reward), terminated, truncated, info
 
     def opponent_label(self, battle_tag: str) -> str:
