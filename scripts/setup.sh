@@ -22,10 +22,10 @@ node -e 'process.exit(parseInt(process.versions.node) >= 18 ? 0 : 1)' \
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 # The editable install of Maple is redone only when what it depends on changed (the Python,
-# the extras, pyproject.toml): a second run with nothing changed prints one line.
+# the extras, pyproject.toml's project metadata): a second run with nothing changed prints
+# one line.
 STAMP=.venv/.maple-install
-want_stamp=$(python -c 'import hashlib, sys; print(sys.version.split()[0], sys.argv[1],
-    hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())' "$EXTRAS")
+want_stamp=$(python scripts/install_stamp.py "$EXTRAS")
 need_install=1
 if [ "$(cat "$STAMP" 2>/dev/null)" = "$want_stamp" ] \
   && python -c 'import importlib.metadata as m; m.distribution("maple")' 2>/dev/null; then
