@@ -36,6 +36,7 @@ _LAZY = {
     "find_showdown": "mapleenv.showdown",
     "ShowdownError": "mapleenv.showdown",
     "RewardConfig": "mapleenv.reward",
+    "register_reward": "mapleenv.reward",
     "make_encoder": "mapleenv.encoders",
     "register_encoder": "mapleenv.encoders",
     "make_opponent": "mapleenv.opponents",

@@ -10,7 +10,6 @@ are played through inside a step.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -37,7 +36,9 @@ from mapleenv.backends import (
 from mapleenv.backends.websocket import ShowdownBackend, wait_for_server
 from mapleenv.encoders import BattleEncoder, make_encoder, observation_box
 from mapleenv.opponents import make_opponent
-from mapleenv.reward import RewardConfig, RewardTracker
+from mapleenv.plugins import import_plugins
+from mapleenv.replays import save_replay
+from mapleenv.reward import RewardConfig, RewardFn, make_reward
 from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import ShowdownError, external_server
 from mapleenv.showdown.server import ShowdownServer
@@ -62,7 +63,11 @@ class PokemonEnv(gymnasium.Env):
             :meth:`close`); or a ``ShowdownServer``, a poke-env
             ``ServerConfiguration``, or ``"host:port"`` / ``ws://...``.
         encoder: encoder name or instance (:mod:`mapleenv.encoders`).
-        reward: :class:`RewardConfig`, a mapping of its fields, or ``None``.
+        reward: the reward weights: :class:`RewardConfig`, a mapping of its fields, or
+            ``None``.
+        reward_fn: the reward (:mod:`mapleenv.reward`): ``"shaped"`` (the weighted
+            reward), a name given to :func:`~mapleenv.reward.register_reward`,
+            ``"module:factory"``, or a :class:`~mapleenv.reward.RewardFn`.
         log_dir: where an embedded server keeps its directory and log.
         max_turns: truncate the episode once the battle reaches this turn.
         seed: seed of the first ``reset`` (Showdown's team generation and the
@@ -78,9 +83,10 @@ class PokemonEnv(gymnasium.Env):
             with the simulator's validator (:mod:`mapleenv.showdown.teams`).
         opponent_team: the opponent's team, the same kinds (default: ``team``).
         plugins: modules imported first (they may register encoders, opponents,
-            backends in the process that builds the env).
+            rewards, backends in the process that builds the env; ``docs/extending.md``).
         record_dir: write each battle's agent-side websocket frames there (JSONL).
-        replay_dir: write each finished battle's poke-env HTML replay there.
+        replay_dir: write each finished battle's HTML replay there
+            (:mod:`mapleenv.replays`).
         teacher: an opponent name (e.g. ``"heuristic"``) whose choice for the agent's own
             decision is added to every observation as ``teacher_action`` (int64 ``[1]``,
             the action index, ``-1`` if its order is not a legal action): the target of
@@ -122,13 +128,13 @@ class PokemonEnv(gymnasium.Env):
         record_dir: str | Path | None = None,
         replay_dir: str | Path | None = None,
         teacher: str | None = None,
+        reward_fn: str | RewardFn = "shaped",
         on_illegal: str = "default",
     ):
         if on_illegal not in ON_ILLEGAL:
             raise ValueError(f"on_illegal must be one of {ON_ILLEGAL}, got {on_illegal!r}")
         self.on_illegal = on_illegal
-        for module in plugins:
-            importlib.import_module(module)
+        import_plugins(plugins)
         fmt = battle_format.lower()
         if "double" in fmt or "vgc" in fmt or "multi" in fmt:
             raise ValueError(f"{battle_format!r}: only singles formats are supported")
@@ -159,7 +165,7 @@ class PokemonEnv(gymnasium.Env):
         self.record_dir = record_dir
         self.replay_dir = replay_dir
         self.encoder = make_encoder(encoder)
-        self.reward_tracker = RewardTracker(reward)
+        self.reward_tracker = make_reward(reward_fn, reward)
         self.opponent = (
             opponent
             if isinstance(opponent, Player)
@@ -384,7 +390,7 @@ class PokemonEnv(gymnasium.Env):
             if policy_id is not None:  # a frozen policy played (self-play's promotion gate)
                 info["opponent_policy_id"] = int(policy_id)
             if self.replay_dir is not None:
-                battle.save_replay(Path(self.replay_dir) / f"{battle.battle_tag}.html")
+                save_replay(battle, Path(self.replay_dir) / f"{battle.battle_tag}.html")
         if illegal:
             info["illegal_action"] = True
         return obs, float(reward), terminated, truncated, info

@@ -10,13 +10,18 @@ The value of a state is, from our side::
 
 and the reward of a step is the change of that value since the previous step of the
 same battle (the first step compares with ``starting_value``).
+
+That is the ``shaped`` reward, the default. Other rewards are chosen by name from
+:data:`REWARDS`: modules add theirs with :func:`register_reward`, and
+``"package.module:factory"`` names a factory directly (``docs/extending.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from poke_env.battle.abstract_battle import AbstractBattle
 
@@ -105,3 +110,47 @@ class RewardTracker:
         value = state_value(battle, self.config)
         reward, self._last = value - self._last, value
         return reward
+
+
+@runtime_checkable
+class RewardFn(Protocol):
+    """A battle's per-step reward: ``reset()`` as an episode starts, then ``compute(battle)``
+    after every step (the battle as the agent sees it; the last call sees it finished)."""
+
+    def reset(self) -> None: ...
+
+    def compute(self, battle: AbstractBattle) -> float: ...
+
+
+RewardFactory = Callable[[RewardConfig], RewardFn]
+"""``factory(config) -> RewardFn``; ``config`` holds the env's reward weights (``reward``),
+which a custom reward may use or ignore."""
+
+REWARDS: dict[str, RewardFactory] = {"shaped": RewardTracker}
+
+
+def register_reward(name: str, factory: RewardFactory) -> None:
+    """Make ``factory`` available as ``reward_fn=name`` (replaces an existing name)."""
+    REWARDS[name] = factory
+
+
+def make_reward(
+    reward_fn: str | RewardFn = "shaped",
+    config: RewardConfig | Mapping[str, Any] | None = None,
+) -> RewardFn:
+    """A reward from a registered name or ``"module:factory"`` (built with ``config``, the
+    weights), or a :class:`RewardFn` instance as it is."""
+    if not isinstance(reward_fn, str):
+        if not isinstance(reward_fn, RewardFn):
+            raise TypeError(f"not a RewardFn (reset, compute): {reward_fn!r}")
+        return reward_fn
+    weights = RewardConfig.from_value(config)
+    if reward_fn in REWARDS:
+        return REWARDS[reward_fn](weights)
+    if ":" in reward_fn:
+        module, _, attr = reward_fn.partition(":")
+        return getattr(importlib.import_module(module), attr)(weights)
+    raise ValueError(
+        f"unknown reward_fn {reward_fn!r}; valid: {', '.join(sorted(REWARDS))} "
+        "(or 'package.module:factory')"
+    )

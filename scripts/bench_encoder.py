@@ -110,9 +110,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--battles", type=int, default=100)
-    parser.add_argument("--players", choices=sorted(PLAYERS), default="random")
-    parser.add_argument("--concurrent", type=int, default=4, help="battles at once")
+    parser.add_argument(
+        "--battles", type=int, default=100, help="battles to play (default %(default)s)"
+    )
+    parser.add_argument(
+        "--players",
+        choices=sorted(PLAYERS),
+        default="random",
+        help="the kind of both players (default %(default)s)",
+    )
+    parser.add_argument(
+        "--concurrent", type=int, default=4, help="battles at once (default %(default)s)"
+    )
     parser.add_argument("--server-url", help="use this Showdown server instead of starting one")
     parser.add_argument(
         "--rounds", type=int, default=5, help="encode slices alternating with simulator slices"

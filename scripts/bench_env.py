@@ -290,7 +290,9 @@ def measure(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--num-envs", default="8", help="comma-separated N values, e.g. 1,4,8,16")
     parser.add_argument(
         "--seconds",
@@ -329,8 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         help="direct backend: shared simulator hosts (default: one per core; "
         "0: one Node host per env)",
     )
-    parser.add_argument("--battle-format", default="gen9randombattle")
-    parser.add_argument("--opponent", default="random")
+    parser.add_argument(
+        "--battle-format", default="gen9randombattle", help="battle format (default %(default)s)"
+    )
+    parser.add_argument(
+        "--opponent", default="random", help="the envs' opponent name (default %(default)s)"
+    )
     parser.add_argument(
         "--sim-procs",
         type=int,
@@ -338,7 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         help="Node processes for the simulator ceiling (default: one per core)",
     )
     parser.add_argument("--no-ceiling", action="store_true", help="skip the simulator ceiling")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="env i is seeded seed + i (default %(default)s)"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run cleanups on kill
 

@@ -72,17 +72,40 @@ def env_factory(
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", choices=["showdown", "cartpole"], default="showdown")
-    parser.add_argument("--num-envs", type=int, default=4)
-    parser.add_argument("--shards", type=int, default=2)
-    parser.add_argument("--cpus-per-shard", type=float, default=1)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--env",
+        choices=["showdown", "cartpole"],
+        default="showdown",
+        help="Showdown battles, or CartPole for the pure Ray overhead (default %(default)s)",
+    )
+    parser.add_argument(
+        "--num-envs", type=int, default=4, help="envs in each vector env (default %(default)s)"
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=2,
+        help="Ray actors the envs are split over (default %(default)s)",
+    )
+    parser.add_argument(
+        "--cpus-per-shard",
+        type=float,
+        default=1,
+        help="Ray CPUs reserved per shard (default %(default)s)",
+    )
     parser.add_argument("--steps", type=int, default=200, help="vector steps per timed block")
     parser.add_argument("--repeats", type=int, default=3, help="timed blocks per variant")
     parser.add_argument("--warmup", type=int, default=20, help="untimed vector steps first")
-    parser.add_argument("--battle-format", default="gen9randombattle")
-    parser.add_argument("--opponent", default="random")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--battle-format", default="gen9randombattle", help="battle format (default %(default)s)"
+    )
+    parser.add_argument(
+        "--opponent", default="random", help="the envs' opponent name (default %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="env seed (default %(default)s)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 

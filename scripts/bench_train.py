@@ -52,11 +52,24 @@ def env_only_sps(trainer: Trainer, vector_steps: int, rng: np.random.Generator) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="training vs env-only SPS (JSON)")
-    parser.add_argument("--experiment", default="lstm_ppo")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--iterations", type=int, default=2, help="rollouts per round")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--experiment", default="lstm_ppo", help="the +experiment to build (default %(default)s)"
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="cpu | cuda | mps | auto (default %(default)s)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="interleaved env-only/training rounds, medians reported (default %(default)s)",
+    )
+    parser.add_argument(
+        "--iterations", type=int, default=2, help="rollouts per round (default %(default)s)"
+    )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides (after --)")
     args = parser.parse_args(argv)
 

@@ -1,6 +1,6 @@
 """Learning curves of several runs on one PNG, to compare recipe or model variants.
 
-    python scripts/compare_runs.py attention=runs/att/metrics.csv lstm=runs/lstm/metrics.csv \
+    python scripts/compare_runs.py attention=runs/att/metrics.csv lstm=runs/lstm/metrics.csv \\
         --out docs/img/recipe.png
 
 One panel per curve (win rate against each opponent the runs share, teacher agreement),
@@ -48,15 +48,19 @@ def _run(spec: str) -> tuple[str, list[dict[str, str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("runs", nargs="+", help="LABEL=PATH (a metrics.csv or its run dir)")
     parser.add_argument("--out", type=Path, required=True, help="PNG to write")
-    parser.add_argument("--window", type=int, default=20, help="moving-average iterations")
+    parser.add_argument(
+        "--window", type=int, default=20, help="moving-average iterations (default %(default)s)"
+    )
     parser.add_argument(
         "--x",
         choices=("steps", "minutes"),
         default="steps",
-        help="x axis: env steps or training minutes",
+        help="x axis: env steps or training minutes (default %(default)s)",
     )
     args = parser.parse_args(argv)
 

@@ -24,16 +24,35 @@ import mapleenv  # noqa: F401  (registers mapleenv/Showdown-v0)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--battles", type=int, default=3)
-    parser.add_argument("--opponent", default="random")
-    parser.add_argument("--format", default="gen9randombattle")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--battles", type=int, default=3, help="battles to play (default %(default)s)"
+    )
+    parser.add_argument(
+        "--opponent",
+        default="random",
+        help="random | max_power | heuristic | policy:<checkpoint> (default %(default)s)",
+    )
+    parser.add_argument(
+        "--format", default="gen9randombattle", help="battle format (default %(default)s)"
+    )
     parser.add_argument("--server", default=None, help="host:port or ws:// URL (default: embedded)")
-    parser.add_argument("--max-turns", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--max-turns", type=int, default=None, help="end a battle at this turn (default: never)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="battle i is seeded seed + i; also seeds the random actions (default %(default)s)",
+    )
     parser.add_argument("--record", default=None, help="directory for battle frame logs")
     parser.add_argument("--log-dir", default=None, help="embedded server directory and log")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log at INFO level (server start, connections)"
+    )
     args = parser.parse_args()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

@@ -21,9 +21,13 @@ POLICY_KEYS = ("model", "policy", "config", "global_step", "iteration")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint", type=Path)
-    parser.add_argument("out", type=Path)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "checkpoint", type=Path, help="a training checkpoint (e.g. <run dir>/checkpoints/last.pt)"
+    )
+    parser.add_argument("out", type=Path, help="the compact copy to write")
     parser.add_argument("--policy-only", action="store_true", help="drop optimizer and RNG states")
     args = parser.parse_args()
 

@@ -48,10 +48,14 @@ def training_minutes(wall_s: np.ndarray) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("metrics", type=Path, help="a run's metrics.csv")
     parser.add_argument("out", type=Path, help="PNG to write")
-    parser.add_argument("--window", type=int, default=20, help="moving-average iterations")
+    parser.add_argument(
+        "--window", type=int, default=20, help="moving-average iterations (default %(default)s)"
+    )
     args = parser.parse_args()
 
     with args.metrics.open(newline="") as f:

@@ -128,14 +128,26 @@ def breakdown(profiler: cProfile.Profile, steps: int, top: int) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backend", default="direct", help="server, direct or server,direct")
-    parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--opponent", default="random")
-    parser.add_argument("--encoder", default="simple")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--backend", default="direct", help="server, direct or server,direct (default %(default)s)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=2000, help="env steps per backend (default %(default)s)"
+    )
+    parser.add_argument(
+        "--opponent", default="random", help="the env's opponent name (default %(default)s)"
+    )
+    parser.add_argument(
+        "--encoder", default="simple", help="simple | rich | module:factory (default %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="env seed (default %(default)s)")
     parser.add_argument("--cprofile", action="store_true", help="add a cProfile breakdown")
-    parser.add_argument("--top", type=int, default=20)
+    parser.add_argument(
+        "--top", type=int, default=20, help="--cprofile: functions listed (default %(default)s)"
+    )
     args = parser.parse_args(argv)
     for backend in [b.strip() for b in args.backend.split(",") if b.strip()]:
         record = run(backend, args.steps, args.seed, args.opponent, args.encoder, None)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up: a venv in .venv with Maple and its Python deps, and the pinned
-# pokemon-showdown npm package in node_modules. Safe to run again.
+# pokemon-showdown npm package in node_modules. Safe to run again: quiet (one line) when
+# nothing changed.
 #   TORCH_SPEC  torch requirement installed first (default torch==2.13.0, a CPU wheel here;
 #               set e.g. TORCH_SPEC="torch" for your platform's default CUDA build). When
 #               set and the installed torch does not match it, torch is replaced (one line
@@ -20,7 +21,17 @@ node -e 'process.exit(parseInt(process.versions.node) >= 18 ? 0 : 1)' \
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
-python -m pip install -q --upgrade pip
+# The editable install of Maple is redone only when what it depends on changed (the Python,
+# the extras, pyproject.toml's project metadata): a second run with nothing changed prints
+# one line.
+STAMP=.venv/.maple-install
+want_stamp=$(python scripts/install_stamp.py "$EXTRAS")
+need_install=1
+if [ "$(cat "$STAMP" 2>/dev/null)" = "$want_stamp" ] \
+  && python -c 'import importlib.metadata as m; m.distribution("maple")' 2>/dev/null; then
+  need_install=0
+fi
+[ "$need_install" = 0 ] || python -m pip install -q --upgrade pip
 IFS=$'\t' read -r torch_action torch_note < <(python scripts/torch_spec.py $TORCH_REQUESTED "$TORCH_SPEC")
 case "$torch_action" in
   install) echo "maple: $torch_note"; python -m pip install -q "$TORCH_SPEC" ;;
@@ -29,9 +40,14 @@ case "$torch_action" in
   keep) ;;
   *) exit 1 ;;  # torch_spec.py printed the error
 esac
-python -m pip install -q -e ".[$EXTRAS]"
+if [ "$need_install" = 1 ]; then
+  # setuptools' "Editable installation" notice is information, not a problem: not shown
+  PYTHONWARNINGS="${PYTHONWARNINGS:+$PYTHONWARNINGS,}ignore:Editable installation" \
+    python -m pip install -q -e ".[$EXTRAS]"
+  echo "$want_stamp" > "$STAMP"
+fi
 
 if [ ! -f node_modules/pokemon-showdown/package.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+  npm ci --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
 fi
 echo "maple: set up (.venv, node_modules/pokemon-showdown $(node -p 'require("./node_modules/pokemon-showdown/package.json").version'))"

@@ -64,10 +64,21 @@ def sample(trainer: psutil.Process) -> dict[int, tuple[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=30.0, help="training time to sample")
-    parser.add_argument("--warmup", type=float, default=5.0, help="minutes before the baseline")
-    parser.add_argument("--interval", type=float, default=10.0, help="seconds between samples")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=30.0, help="training time to sample (default %(default)s)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=5.0,
+        help="minutes before the baseline (default %(default)s)",
+    )
+    parser.add_argument(
+        "--interval", type=float, default=10.0, help="seconds between samples (default %(default)s)"
+    )
     parser.add_argument("overrides", nargs="*", help="trainer overrides (after --)")
     args = parser.parse_args(argv)
     if not 0 <= args.warmup < args.minutes:

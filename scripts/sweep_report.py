@@ -168,7 +168,9 @@ def plot(runs: list[RunSummary], out_png: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("sweep_dir", type=Path, help="a Hydra multirun dir")
     parser.add_argument("--out", type=Path, default=None, help="PNG path (default: in sweep dir)")
     args = parser.parse_args(argv)

@@ -21,6 +21,7 @@ from mapleenv.encoders import make_encoder, observation_box
 from mapleenv.encoders.rich import dex, docs, encoder, layout, vocab
 from mapleenv.encoders.rich.damage import boost_multiplier
 from mapleenv.encoders.rich.encoder import RichEncoder
+from mapleenv.encoders.simple import SimpleEncoder
 
 
 def own_mon(
@@ -135,8 +136,8 @@ def test_registered_as_rich() -> None:
 def test_docs_are_generated_from_the_layout() -> None:
     text = docs.DOC_PATH.read_text()
     assert text == docs.render(), "run `python -m mapleenv.encoders.rich.docs`"
-    total = re.search(r"\| \*\*total\*\* \| \*\*(\d+)\*\*", text)
-    assert total and int(total.group(1)) == RichEncoder().size
+    totals = re.findall(r"\| \*\*total\*\* \| \*\*(\d+)\*\*", text)
+    assert [int(t) for t in totals] == [SimpleEncoder().size, RichEncoder().size]
 
 
 def test_module_docstring_table_matches_layout() -> None:

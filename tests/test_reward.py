@@ -8,7 +8,15 @@ import pytest
 from conftest import RECORDED_BATTLES, replay_decisions, synthetic_battle
 from poke_env.environment.env import PokeEnv
 
-from mapleenv.reward import RewardConfig, RewardTracker, state_value
+from mapleenv.reward import (
+    REWARDS,
+    RewardConfig,
+    RewardFn,
+    RewardTracker,
+    make_reward,
+    register_reward,
+    state_value,
+)
 
 SHAPED = RewardConfig(fainted_value=2.0, hp_value=1.0, status_value=0.5, victory_value=30.0)
 
@@ -85,3 +93,39 @@ def test_config_from_mapping_aliases_and_errors():
         RewardConfig.from_value({"hp": 1})
     with pytest.raises(TypeError):
         RewardConfig.from_value(3)
+
+
+class _Constant:
+    """A custom reward: ``value`` every step (records the weights it was built with)."""
+
+    def __init__(self, config: RewardConfig, value: float = 0.5):
+        self.config, self.value = config, value
+
+    def reset(self) -> None:
+        pass
+
+    def compute(self, battle) -> float:
+        return self.value
+
+
+def test_reward_registry_names_factories_and_instances(monkeypatch):
+    monkeypatch.setitem(REWARDS, "constant", _Constant)
+    shaped = make_reward("shaped", {"hp_value": 1.0})
+    assert isinstance(shaped, RewardTracker) and shaped.config.hp_value == 1.0
+    assert isinstance(make_reward(), RewardTracker)  # the default
+    register_reward("constant", _Constant)
+    custom = make_reward("constant", {"victory_value": 3.0})
+    assert custom.compute(_battle()) == 0.5 and custom.config.victory_value == 3.0
+    by_path = make_reward(f"{__name__}:_Constant")
+    assert isinstance(by_path, _Constant) and by_path.config == RewardConfig()
+    assert make_reward(custom) is custom
+    assert isinstance(custom, RewardFn)
+
+
+def test_reward_registry_errors():
+    with pytest.raises(ValueError, match="unknown reward_fn 'nope'; valid: .*shaped"):
+        make_reward("nope")
+    with pytest.raises(TypeError, match="not a RewardFn"):
+        make_reward(object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown reward key 'hp'"):
+        make_reward("shaped", {"hp": 1})

@@ -105,6 +105,9 @@ class EvaluateConfig:
     max_turns: int | None = None  # default: the checkpoint's env.max_turns
     backend: str = "auto"  # auto (direct, or server with server_url) | server | direct
     server_url: str | None = None  # use this server instead of starting one
+    # modules imported here and in every env worker (custom opponents, encoders), added to
+    # the checkpoint's env.plugins
+    plugins: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -153,6 +156,10 @@ class ShowdownEnvConfig(EnvConfig):
     context: str = "spawn"
     vectorization: str = "async"  # async: local AsyncVectorEnv | ray: Ray actor shards
     ray: RayShardConfig = field(default_factory=RayShardConfig)
+    # modules imported in the trainer and in every env worker before envs are built: they
+    # register encoders, opponents, rewards (docs/extending.md)
+    plugins: list[str] = field(default_factory=list)
+    reward_fn: str = "shaped"  # a registered reward or "module:factory"; weights: reward
 
 
 @dataclass

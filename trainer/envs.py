@@ -12,7 +12,7 @@ import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.async_vector_env import AsyncState
 
-from trainer.config import EnvConfig, GymEnvConfig, ShowdownEnvConfig
+from trainer.config import ConfigError, EnvConfig, GymEnvConfig, ShowdownEnvConfig
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,13 @@ def _make_showdown(
     if make_vector_env is None:
         raise RuntimeError("mapleenv.make_vector_env is missing (mapleenv not built yet?)")
     from mapleenv.opponents.mix import opponent_spec
+    from mapleenv.plugins import import_plugins
     from mapleenv.vector import default_backend
+
+    try:  # here first: a bad module name is one line, not a traceback from every worker
+        import_plugins(cfg.plugins)
+    except ValueError as exc:
+        raise ConfigError(f"env.plugins: {exc}") from exc
 
     backend = default_backend(cfg.server_url) if cfg.backend == "auto" else cfg.backend
 
@@ -190,6 +196,8 @@ def _make_showdown(
         log_dir=str(log_dir) if log_dir is not None else None,
         encoder=cfg.encoder,
         reward=dict(cfg.reward) if cfg.reward is not None else None,
+        reward_fn=cfg.reward_fn,
+        plugins=list(cfg.plugins),
         max_turns=cfg.max_turns,
         backend=backend,
         sim_hosts=cfg.sim_hosts,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mapleenv.opponents.policy import snapshot_encoder
+from mapleenv.opponents.policy import snapshot_encoder, snapshot_plugins
 from trainer.checkpoint import load_checkpoint
 from trainer.config import EvaluateConfig, PeriodicEvalConfig, team_path
 from trainer.device import resolve_device
@@ -61,6 +61,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     team = team_path(cfg.team or env_cfg.get("team"))
     opponent_team = team_path(cfg.opponent_team or env_cfg.get("opponent_team"))
     encoder = snapshot_encoder(checkpoint)
+    plugins = list(dict.fromkeys([*snapshot_plugins(checkpoint), *cfg.plugins]))
     max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
     replay_dir = output.parent / "replays" if cfg.save_replays else None
@@ -97,6 +98,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
             log_dir=output_dir / "showdown",
             replay_dir=replay_dir,
             progress=progress,
+            plugins=plugins,
         )
     document = results_json(
         results,

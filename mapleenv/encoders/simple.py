@@ -1,6 +1,12 @@
-"""The simple battle encoder (``encoder="simple"``): 116 hand-made features in gen 9."""
+"""The simple battle encoder (``encoder="simple"``, the default): 116 hand-made features.
+
+:data:`BLOCKS` is the layout: the encoder's size and bounds and the simple encoder's table
+in ``docs/observation.md`` are both derived from it.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from poke_env.battle.abstract_battle import AbstractBattle
@@ -20,36 +26,84 @@ _STATUS_INDEX = {s: i for i, s in enumerate(STATUSES)}
 MAX_MOVE_SCORE = 10.0  # base power 250 / 100 x 4 (super effective twice)
 
 
-class SimpleEncoder:
-    """A small hand-made encoding (116 features in gen 9); the baseline encoder.
+@dataclass(frozen=True)
+class Block:
+    """``size`` consecutive features, each within [``low``, ``high``]."""
 
-    ========================= ===== ==========================================
-    block                     size  content
-    ========================= ===== ==========================================
-    own team                  6x3   HP fraction, is active, fainted (team order)
-    opponent team             6x4   HP fraction (1 if unseen), seen, active, fainted
-    active types              2x20  multi-hot over ``PokemonType`` (own, opponent)
-    moves                     4     base power / 100 x type multiplier vs the
-                                    opponent's active, in action slot order
-    boosts                    2x7   boost / 6 (own active, opponent active)
-    status                    2x7   one-hot over ``Status`` (own, opponent active)
-    fainted counts            2     own / 6, opponent / 6
-    ========================= ===== ==========================================
+    name: str
+    size: int
+    low: float
+    high: float
+    content: str
+
+
+def _names(members: list) -> str:
+    return "/".join(m.name.lower() for m in members)
+
+
+BLOCKS: tuple[Block, ...] = (
+    Block(
+        "own_team",
+        TEAM_SIZE * 3,
+        0.0,
+        1.0,
+        "6 x 3, our Pokémon in `battle.team` order (= switch actions 0-5): HP fraction, "
+        "active, fainted",
+    ),
+    Block(
+        "opponent_team",
+        TEAM_SIZE * 4,
+        0.0,
+        1.0,
+        "6 x 4, the opponent's Pokémon in reveal order: HP fraction (unseen: 1), seen, "
+        "active, fainted",
+    ),
+    Block(
+        "active_types",
+        2 * len(TYPES),
+        0.0,
+        1.0,
+        f"2 x {len(TYPES)}, multi-hot types of our active, then the opponent's, order "
+        f"{_names(TYPES)}",
+    ),
+    Block(
+        "moves",
+        NUM_MOVE_SLOTS,
+        0.0,
+        MAX_MOVE_SCORE,
+        "our active's moves in action-slot order (actions 6-9): base power / 100 x type "
+        "multiplier vs the opponent's active, capped at 10; empty slots and status moves 0",
+    ),
+    Block(
+        "boosts",
+        2 * len(BOOSTS),
+        -1.0,
+        1.0,
+        f"2 x {len(BOOSTS)}, stage / 6 of our active, then the opponent's, order "
+        + "/".join(BOOSTS),
+    ),
+    Block(
+        "status",
+        2 * len(STATUSES),
+        0.0,
+        1.0,
+        f"2 x {len(STATUSES)}, one-hot status of our active, then the opponent's, order "
+        f"{_names(STATUSES).upper()} (none: all 0)",
+    ),
+    Block("fainted", 2, 0.0, 1.0, "fainted Pokémon / 6: ours, the opponent's"),
+)
+
+
+class SimpleEncoder:
+    """A small hand-made encoding (:data:`BLOCKS`, 116 features); the baseline encoder.
+
+    Absent Pokémon (no active, an empty team slot) leave their features at 0.
     """
 
     def __init__(self) -> None:
-        blocks: list[tuple[int, float, float]] = [
-            (TEAM_SIZE * 3, 0.0, 1.0),
-            (TEAM_SIZE * 4, 0.0, 1.0),
-            (2 * len(TYPES), 0.0, 1.0),
-            (NUM_MOVE_SLOTS, 0.0, MAX_MOVE_SCORE),
-            (2 * len(BOOSTS), -1.0, 1.0),
-            (2 * len(STATUSES), 0.0, 1.0),
-            (2, 0.0, 1.0),
-        ]
-        self.size = sum(n for n, _, _ in blocks)
-        self.low = np.concatenate([np.full(n, lo, np.float32) for n, lo, _ in blocks])
-        self.high = np.concatenate([np.full(n, hi, np.float32) for n, _, hi in blocks])
+        self.size = sum(b.size for b in BLOCKS)
+        self.low = np.concatenate([np.full(b.size, b.low, np.float32) for b in BLOCKS])
+        self.high = np.concatenate([np.full(b.size, b.high, np.float32) for b in BLOCKS])
 
     def encode(self, battle: AbstractBattle) -> np.ndarray:
         out = [0.0] * self.size  # filled as a list: numpy item writes are slower

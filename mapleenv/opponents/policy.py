@@ -19,7 +19,9 @@ Networks are rebuilt from a *snapshot*: a mapping with
   code itself: the loader is resolved by name with :mod:`importlib`, in the worker;
 * ``encoder`` (optional) -- the encoder name; else ``config.env.encoder``; else
   ``"simple"``;
-* ``id`` (optional) -- an integer naming the snapshot in a self-play pool.
+* ``id`` (optional) -- an integer naming the snapshot in a self-play pool;
+* ``config.env.plugins`` (optional) -- modules imported before the encoder is built (a
+  policy trained with a plugin's encoder, ``docs/extending.md``).
 
 A Maple checkpoint file (``trainer.checkpoint``) is such a mapping. Names (registered
 with :func:`mapleenv.opponents.register_opponent`):
@@ -53,6 +55,7 @@ from poke_env.ps_client import AccountConfiguration
 from mapleenv.actions import legal_actions, mask_from_legal, teampreview_in_order
 from mapleenv.encoders import BattleEncoder, make_encoder
 from mapleenv.opponents import register_opponent, unique_username
+from mapleenv.plugins import import_plugins
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +90,12 @@ def read_snapshot(path: str | Path) -> dict[str, Any]:
     return dict(snapshot)
 
 
+def snapshot_plugins(snapshot: Mapping[str, Any]) -> list[str]:
+    """The plugin modules of the run a snapshot comes from (``config.env.plugins``)."""
+    env = (snapshot.get("config") or {}).get("env") or {}
+    return [str(module) for module in env.get("plugins") or ()]
+
+
 def snapshot_encoder(snapshot: Mapping[str, Any]) -> str:
     """The encoder name a snapshot's policy was trained with."""
     if snapshot.get("encoder"):
@@ -110,6 +119,7 @@ class FrozenPolicy:
     def from_snapshot(cls, snapshot: Mapping[str, Any]) -> FrozenPolicy:
         import torch
 
+        import_plugins(snapshot_plugins(snapshot))  # the encoder may come from one
         loader = resolve_loader(str(snapshot.get("loader") or DEFAULT_LOADER))
         network = loader(snapshot).to("cpu").eval()
         spec = snapshot["policy"]

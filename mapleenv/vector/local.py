@@ -36,6 +36,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
 from mapleenv.backends import available_backends, backend_available
 from mapleenv.env import PokemonEnv
+from mapleenv.plugins import import_plugins
 from mapleenv.reward import RewardConfig
 from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import external_server
@@ -127,9 +128,10 @@ def make_vector_env(
     (``server_config``: extra Showdown config values for those, see
     :data:`mapleenv.showdown.config.DEFAULT_CONFIG`); ``seed`` seeds env ``i`` with ``seed + i``;
     ``env_kwargs`` go to every
-    :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``, ``backend_kwargs``, ``team`` and
-    ``opponent_team``: team files or folders are read and validated here, once, and the
-    workers get the packed teams; env ``i`` draws its teams with its own seed). ``backend``:
+    :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``, ``reward_fn``, ``backend_kwargs``,
+    ``team`` and ``opponent_team``: team files or folders are read and validated here, once,
+    and the workers get the packed teams; env ``i`` draws its teams with its own seed;
+    ``plugins`` are imported here first too). ``backend``:
     ``None``/``"auto"`` (:func:`default_backend`), ``"server"``, ``"direct"`` (with
     ``sim_hosts`` shared hosts, see module docs) or a name given to
     ``mapleenv.backends.register_backend``.
@@ -140,6 +142,8 @@ def make_vector_env(
         raise ValueError(f"servers must be >= 1, got {servers}")
     if sim_hosts is not None and sim_hosts < 0:
         raise ValueError(f"sim_hosts must be >= 0 or None, got {sim_hosts}")
+    # here too, before the checks below: a plugin may register the backend
+    import_plugins(env_kwargs.get("plugins") or ())
     if backend is None or backend == "auto":
         backend = default_backend(server_url)
     if server_url is not None and backend != "server":

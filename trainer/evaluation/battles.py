@@ -99,16 +99,19 @@ def evaluate_policy(
     log_dir: str | Path | None = None,
     replay_dir: str | Path | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    plugins: Sequence[str] = (),
 ) -> list[OpponentResult]:
     """Evaluate ``policy`` against each of ``opponents`` (see module docs).
 
     ``progress(opponent, done, total)`` is called as battles finish. With the server
     backend and no ``server_url``, one local server serves all opponents. ``team`` and
     ``opponent_team`` (formats without random teams) are team files or folders, read and
-    validated once for all opponents.
+    validated once for all opponents. ``plugins``: modules imported first and in every env
+    worker (``docs/extending.md``).
     """
     from mapleenv import make_vector_env
     from mapleenv.opponents.mix import uses_self_play
+    from mapleenv.plugins import import_plugins
     from mapleenv.showdown import ServerPool
     from mapleenv.showdown.teams import read_teams
     from mapleenv.vector import default_backend
@@ -119,6 +122,7 @@ def evaluate_policy(
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if not opponents:
         raise ValueError("no opponents to evaluate against")
+    import_plugins(plugins)
     for name in opponents:
         if uses_self_play(name):
             raise ValueError(
@@ -140,7 +144,7 @@ def evaluate_policy(
     results = []
     try:
         for k, name in enumerate(opponents):
-            env_kwargs: dict[str, Any] = dict(teams)
+            env_kwargs: dict[str, Any] = {**teams, "plugins": list(plugins)}
             if replay_dir is not None:
                 env_kwargs["replay_dir"] = str(Path(replay_dir) / _safe_name(name))
             envs = make_vector_env(

@@ -71,6 +71,7 @@ class PeriodicEvaluator:
             backend=env.backend,
             server_url=env.server_url,
             log_dir=self.run_dir / "showdown",
+            plugins=list(getattr(env, "plugins", ())),
         )
         row: dict[str, float] = {}
         for r in results:

@@ -1,7 +1,9 @@
-"""Render ``docs/observation.md`` from the layout (``python -m mapleenv.encoders.rich.docs``).
+"""Render ``docs/observation.md`` from the encoders (``python -m mapleenv.encoders.rich.docs``).
 
-``--check`` exits 1 if the file differs from what the code would write (the test suite
-checks the same), so the documented features always match the encoder.
+The simple encoder's table comes from :data:`mapleenv.encoders.simple.BLOCKS`, the rich
+encoder's from :mod:`mapleenv.encoders.rich.layout`. ``--check`` exits 1 if the file differs
+from what the code would write (the test suite checks the same), so the documented features
+always match the encoders.
 """
 
 from __future__ import annotations
@@ -10,28 +12,55 @@ import argparse
 import sys
 from pathlib import Path
 
+from mapleenv.encoders import simple
 from mapleenv.encoders.rich import layout, vocab
 
 DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
 
 INTRO = """\
-# Observation: the rich battle encoder
+# Observation: the battle encoders
 
-`encoder="rich"` (`mapleenv.encoders.rich.RichEncoder`) turns a singles battle, seen from our
-side, into one float32 vector of **{size}** features: what a good player looks at, with
-every feature inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN
-or inf. This page is generated from `mapleenv/encoders/rich/layout.py`
+An encoder turns a singles battle, seen from our side, into one float32 vector whose
+every feature lies inside fixed bounds (the `low`/`high` of the observation `Box`), never
+NaN or inf. `env.encoder=<name>` picks one: `simple` (the default) or `rich` (which
+`model=attention` needs); `docs/extending.md` adds your own. This page is generated from
+`mapleenv/encoders/simple.py` and `mapleenv/encoders/rich/layout.py`
 (`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
+
+## `simple`: {simple_size} hand-made features (the default)
+
+`mapleenv.encoders.simple.SimpleEncoder`: a small baseline encoding, cheap to compute, of
+what is on the field. Absent Pokémon (no active, an empty team slot) leave their features
+at 0.
+
+| block | size | offset | range | content |
+|---|---|---|---|---|
+{simple_rows}| **total** | **{simple_size}** | | | |
+
+## `rich`: {size} features
+
+`encoder="rich"` (`mapleenv.encoders.rich.RichEncoder`): what a good player looks at.
 
 Slots follow poke-env's `SinglesEnv` action numbering: own team slot *i* is switch action
 *i* (`battle.team` order) and move slot *k* is action 6+*k* (22+*k* with Tera), the first
 four known moves of the active Pokémon (or the request's own moves, e.g. Struggle).
 
-## Blocks
+## `rich` blocks
 
 | block | size | offset | content |
 |---|---|---|---|
 """
+
+
+def _simple_rows() -> str:
+    rows, offset = [], 0
+    for b in simple.BLOCKS:
+        rows.append(
+            f"| `{b.name}` | {b.size} | {offset} | [{b.low:g}, {b.high:g}] | {b.content} |\n"
+        )
+        offset += b.size
+    return "".join(rows)
+
 
 NOTES = """\
 ## How the estimates are made
@@ -106,7 +135,13 @@ def _groups(groups: dict[str, frozenset[str]], extra: dict[str, str]) -> str:
 
 def render() -> str:
     """The full text of ``docs/observation.md``."""
-    parts = [INTRO.format(size=layout.SIZE)]
+    parts = [
+        INTRO.format(
+            size=layout.SIZE,
+            simple_size=simple.SimpleEncoder().size,
+            simple_rows=_simple_rows(),
+        )
+    ]
     for block in layout.LAYOUT:
         size = f"{block.repeat} x {block.width}" if block.repeat > 1 else str(block.width)
         parts.append(

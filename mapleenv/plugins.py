@@ -1,0 +1,25 @@
+"""Plugin modules: imported by name before envs, opponents or policies are built.
+
+A plugin registers what it adds (:func:`mapleenv.encoders.register_encoder`,
+:func:`mapleenv.opponents.register_opponent`, :func:`mapleenv.reward.register_reward`,
+:func:`mapleenv.backends.register_backend`) when imported. Registries live per process, so
+each env worker imports the plugins itself (``PokemonEnv(plugins=...)``); the trainer
+passes its ``env.plugins`` there (``docs/extending.md``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+
+
+def import_plugins(modules: Iterable[str]) -> None:
+    """Import each module (once per process, as any import); ``ValueError`` naming the
+    module if one cannot be imported."""
+    for module in modules:
+        if not isinstance(module, str) or not module:
+            raise ValueError(f"plugins: a module name is needed, got {module!r}")
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValueError(f"plugin module {module!r} cannot be imported: {exc}") from exc

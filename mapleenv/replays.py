@@ -1,0 +1,271 @@
+"""Battle replays as HTML files in the format of Showdown's own downloaded replays.
+
+A replay holds the battle's protocol log as the agent saw it in
+``<script type="text/plain" class="battle-log-data">`` (``/`` written ``\\/``, as Showdown
+does, so no line can close the script), which Showdown's replay viewer
+(``replay-embed.js``, loaded from play.pokemonshowdown.com) animates; and below it the
+same battle as text (``battle-log-inline``), so that a browser without the viewer
+(offline) shows the whole battle rather than only the header. poke-env's own
+``save_replay`` leaves that text part empty and hidden.
+
+The log comes from poke-env's ``Battle._replay_data`` (every message the battle parsed):
+the one place this module reads poke-env's private state.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from pathlib import Path
+
+from poke_env.battle.abstract_battle import AbstractBattle
+
+VIEWER = "https://play.pokemonshowdown.com/js/replay-embed.js"
+
+_STATS = {
+    "atk": "Attack",
+    "def": "Defense",
+    "spa": "Sp. Atk",
+    "spd": "Sp. Def",
+    "spe": "Speed",
+    "accuracy": "accuracy",
+    "evasion": "evasiveness",
+}
+_STATUS = {
+    "brn": "was burned",
+    "par": "is paralyzed",
+    "psn": "was poisoned",
+    "tox": "was badly poisoned",
+    "slp": "fell asleep",
+    "frz": "was frozen solid",
+}
+_BOOST = {1: "", 2: " sharply", 3: " drastically"}
+# Lines that carry nothing a reader needs (set-up, timers, requests, chat markup).
+_SILENT = {
+    "",
+    "init",
+    "title",
+    "j",
+    "J",
+    "l",
+    "L",
+    "n",
+    "N",
+    "gametype",
+    "gen",
+    "player",
+    "teamsize",
+    "upkeep",
+    "t:",
+    "request",
+    "split",
+    "inactive",
+    "inactiveoff",
+    "timer",
+    "raw",
+    "html",
+    "uhtml",
+    "uhtmlchange",
+    "c",
+    "c:",
+    "chat",
+    "badge",
+    "teampreview",
+    "clearpoke",
+    "poke",
+    "seed",
+}
+
+
+def protocol_log(battle: AbstractBattle) -> list[str]:
+    """The battle's protocol lines (``|move|p1a: ...``), ending with ``|win|`` or ``|tie``
+    once it is finished."""
+    lines = ["|".join(message) for message in battle._replay_data]
+    ended = any(line.startswith(("|win|", "|tie")) for line in lines)
+    if battle.finished and not ended:
+        if battle.won:
+            lines.append(f"|win|{battle.player_username}")
+        elif battle.lost:
+            lines.append(f"|win|{battle.opponent_username or 'Opponent'}")
+        else:
+            lines.append("|tie")
+    return lines
+
+
+def _hp_percent(hp: str) -> int | None:
+    value = hp.split()[0] if hp else ""
+    if value == "0":
+        return 0
+    current, sep, maximum = value.partition("/")
+    try:
+        return round(100 * float(current) / float(maximum)) if sep else None
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+class _TextLog:
+    """Protocol lines -> HTML sentences, from one side's point of view."""
+
+    def __init__(self, side: str | None):
+        self.side = side
+        self.players: dict[str, str] = {}
+        self.hp: dict[str, int] = {}
+        self.out: list[str] = []
+
+    def mon(self, ident: str, start: bool = False) -> str:
+        side, _, name = ident.partition(": ")
+        text = html.escape(name or ident)
+        if self.side is not None and side[:2] != self.side:
+            text = f"{'The' if start else 'the'} opposing {text}"
+        return text
+
+    def key(self, ident: str) -> str:
+        side, _, name = ident.partition(": ")
+        return f"{side[:2]}: {name}"
+
+    def say(self, text: str, small: bool = False) -> None:
+        self.out.append(f"<div><small>{text}</small></div>" if small else f"<div>{text}</div>")
+
+    def hp_change(self, args: list[str], verb: str) -> None:
+        ident, hp = args[0], args[1]
+        now, before = _hp_percent(hp), self.hp.get(self.key(ident))
+        if now is None:
+            return
+        self.hp[self.key(ident)] = now
+        source = next((a for a in args[2:] if a.startswith("[from]")), "")
+        source = f" <small>{html.escape(source)}</small>" if source else ""
+        if before is None:
+            self.say(f"({self.mon(ident, True)} has {now}% of its health.){source}")
+        else:
+            lost = abs(before - now)
+            self.say(f"({self.mon(ident, True)} {verb} {lost}% of its health!){source}")
+
+    def line(self, line: str) -> None:
+        parts = line.split("|")[1:] if line.startswith("|") else []
+        if not parts or parts[0] in _SILENT:
+            if parts[:1] == ["player"] and len(parts) > 2:
+                self.players[parts[1]] = parts[2]
+            return
+        kind, args = parts[0], parts[1:] + ["", "", ""]
+        if kind == "tier":
+            self.say(f"<strong>{html.escape(args[0])}</strong>")
+        elif kind == "rule":
+            self.say(html.escape(args[0]), small=True)
+        elif kind == "start":
+            names = " and ".join(html.escape(n) for n in self.players.values())
+            self.say(f"Battle started between {names}!")
+        elif kind == "turn":
+            self.out.append(f'<h2 class="battle-history">Turn {html.escape(args[0])}</h2>')
+        elif kind in ("switch", "drag"):
+            player = html.escape(self.players.get(args[0][:2], args[0][:2]))
+            name = html.escape(args[0].partition(": ")[2] or args[0])
+            self.say(f"{player} sent out {name}!")
+            hp = _hp_percent(args[2])
+            if hp is not None:
+                self.hp[self.key(args[0])] = hp
+        elif kind == "move":
+            self.say(f"{self.mon(args[0], True)} used <strong>{html.escape(args[1])}</strong>!")
+        elif kind == "-damage":
+            self.hp_change(args, "lost")
+        elif kind == "-heal":
+            self.hp_change(args, "restored")
+        elif kind == "cant":
+            self.say(f"{self.mon(args[0], True)} can't move ({html.escape(args[1])})!")
+        elif kind == "faint":
+            self.say(f"{self.mon(args[0], True)} fainted!")
+        elif kind in ("-boost", "-unboost"):
+            stat = _STATS.get(args[1], html.escape(args[1]))
+            amount = int(args[2]) if args[2].isdigit() else 1
+            verb = "rose" if kind == "-boost" else "fell"
+            self.say(f"{self.mon(args[0], True)}'s {stat} {verb}{_BOOST.get(amount, '')}!")
+        elif kind == "-status":
+            status = _STATUS.get(args[1], f"got {html.escape(args[1])}")
+            self.say(f"{self.mon(args[0], True)} {status}!")
+        elif kind == "-terastallize":
+            ty = html.escape(args[1])
+            self.say(f"{self.mon(args[0], True)} has Terastallized into the {ty}-type!")
+        elif kind == "-supereffective":
+            self.say("It's super effective!")
+        elif kind == "-resisted":
+            self.say("It's not very effective...")
+        elif kind == "-crit":
+            self.say("A critical hit!")
+        elif kind == "-immune":
+            self.say(f"It doesn't affect {self.mon(args[0])}...")
+        elif kind == "-miss":
+            self.say(f"{self.mon(args[1] or args[0], True)} avoided the attack!")
+        elif kind == "-fail":
+            self.say("But it failed!")
+        elif kind == "win":
+            self.say(f"<strong>{html.escape(args[0])} won the battle!</strong>")
+        elif kind == "tie":
+            self.say("<strong>The battle ended in a tie!</strong>")
+        else:  # anything else: its protocol fields, readable enough
+            self.say(html.escape(" ".join(p for p in parts if p)), small=True)
+
+
+def text_log(lines: Iterable[str], side: str | None = None) -> str:
+    """The battle as HTML text (a heading per turn, a sentence per event), seen by
+    ``side`` (``"p1"``/``"p2"``: the other side's Pokémon are "the opposing ...")."""
+    log = _TextLog(side)
+    for line in lines:
+        log.line(line)
+    return "\n".join(log.out)
+
+
+_PAGE = """<!DOCTYPE html>
+<meta charset="utf-8" />
+<!-- version 1 -->
+<title>{title}</title>
+<style>
+html, body {{font-family: Verdana, sans-serif; font-size: 10pt; margin: 0; padding: 0}}
+body {{padding: 12px 0}}
+.battle-log-inline {{border: 1px solid #AAA; background: #EEF2F5; color: black;
+  max-width: 640px; margin: 0 auto 80px; padding-bottom: 5px}}
+.battle-log-inline .inner {{padding: 4px 8px 0 8px}}
+.battle-log-inline h2 {{margin: 0.5em -8px; padding: 4px 8px; border: 1px solid #AAA;
+  border-left: 0; border-right: 0; background: #E0E7EA; font-size: 13pt}}
+.subtle {{color: #3A4A66}}
+</style>
+<div class="wrapper replay-wrapper" style="max-width:1180px;margin:0 auto">
+<input type="hidden" name="replayid" value="{replay_id}" />
+<div class="battle"></div><div class="battle-log"></div><div class="replay-controls"></div><div class="replay-controls-2"></div>
+<h1 style="font-weight:normal;text-align:center"><strong>{tier}</strong><br /><span class="subtle">{p1}</span> vs. <span class="subtle">{p2}</span></h1>
+<script type="text/plain" class="battle-log-data">{data}</script>
+</div>
+<div class="battle-log battle-log-inline"><div class="inner">
+{text}
+</div></div>
+<script>
+let daily = Math.floor(Date.now()/1000/60/60/24);document.write('<script src="{viewer}?version'+daily+'"></'+'script>');
+</script>
+"""  # noqa: E501 (HTML lines)
+
+
+def replay_html(battle: AbstractBattle) -> str:
+    """A replay file's text for ``battle`` (see module docs)."""
+    lines = protocol_log(battle)
+    players = {}
+    for line in lines:
+        parts = line.split("|")
+        if len(parts) > 3 and parts[1] == "player" and parts[3]:
+            players[parts[2]] = parts[3]
+    tier = next((line.split("|", 2)[2] for line in lines if line.startswith("|tier|")), "")
+    return _PAGE.format(
+        title=html.escape(f"{tier or battle.battle_tag}: {' vs. '.join(players.values())}"),
+        replay_id=html.escape(battle.battle_tag.removeprefix("battle-")),
+        tier=html.escape(tier or battle.battle_tag),
+        p1=html.escape(players.get("p1", "p1")),
+        p2=html.escape(players.get("p2", "p2")),
+        data="\n".join(lines).replace("/", "\\/"),
+        text=text_log(lines, battle.player_role),
+        viewer=VIEWER,
+    )
+
+
+def save_replay(battle: AbstractBattle, path: str | Path) -> Path:
+    """Write ``battle``'s replay file to ``path`` (folders created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(replay_html(battle), encoding="utf-8")
+    return path

@@ -1,0 +1,46 @@
+"""Print the stamp of Maple's editable install: Python version, extras, and a digest of
+what in pyproject.toml the install depends on (build-system, project, tool.setuptools).
+
+scripts/setup.sh reinstalls Maple only when this differs from the stamp it wrote last
+(``.venv/.maple-install``), so editing tool settings (ruff, pytest, import-linter) or
+running setup again reinstalls nothing.
+
+    python scripts/install_stamp.py dev,ray
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+
+
+def stamp(extras: str, pyproject: Path = PYPROJECT) -> str:
+    """``"<python version> <extras> <sha256>"``."""
+    data = tomllib.loads(pyproject.read_text())
+    install = {
+        "build-system": data.get("build-system"),
+        "project": data.get("project"),
+        "setuptools": data.get("tool", {}).get("setuptools"),
+    }
+    digest = hashlib.sha256(json.dumps(install, sort_keys=True).encode()).hexdigest()
+    return f"{sys.version.split()[0]} {extras} {digest}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("extras", help="the pip extras installed, e.g. dev or dev,ray")
+    args = parser.parse_args(argv)
+    print(stamp(args.extras))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""The OmegaConf resolvers ``conf/config.yaml`` uses for Hydra's output paths.
+
+Registered when the ``trainer`` package is imported: every process that composes or
+unpickles a trainer config (the CLI, a Ray launcher's job) has them before Hydra resolves
+``hydra.run.dir`` or ``hydra.output_subdir``.
+"""
+
+from __future__ import annotations
+
+from omegaconf import OmegaConf
+
+
+def run_dir(resume: str | None, new_run_dir: str) -> str:
+    """Hydra's run dir: with ``resume=<run dir or checkpoint>`` the resumed run's own dir, so
+    the segment's log and Hydra files go there and no second run dir is made; else
+    ``new_run_dir``. A resume path that does not resolve keeps ``new_run_dir``: the run then
+    stops there with one line saying why."""
+    if not resume:
+        return new_run_dir
+    from trainer.checkpoint import resolve_checkpoint, run_dir_of  # torch: only when resuming
+
+    try:
+        return str(run_dir_of(resolve_checkpoint(resume)))
+    except FileNotFoundError:
+        return new_run_dir
+
+
+def hydra_subdir(resume: str | None, stamp: str) -> str:
+    """Where Hydra writes a run's config and overrides: ``.hydra``, or for a resumed
+    segment ``.hydra/resumed_<stamp>``, keeping the first segment's files."""
+    return f".hydra/resumed_{stamp}" if resume else ".hydra"
+
+
+OmegaConf.register_new_resolver("maple.run_dir", run_dir, replace=True)
+OmegaConf.register_new_resolver("maple.hydra_subdir", hydra_subdir, replace=True)
