@@ -1,6 +1,6 @@
 """Write a compact copy of a training checkpoint, e.g. to ship a model in the repo.
 
-    python scripts/export_checkpoint.py runs/ship1/checkpoints/last.pt models/lstm_ppo_gen9random.pt
+    python scripts/export_checkpoint.py <run>/checkpoints/last.pt models/attention_ppo_gen9random.pt
 
 Drops the self-play snapshot pool (the bulk of a self-play checkpoint); keeps the model,
 its spec and run config (enough for ``trainer.evaluate`` and ``policy:<path>`` opponents),

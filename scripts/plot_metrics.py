@@ -1,7 +1,7 @@
 """Learning curve of one run from its ``metrics.csv``: win rates (per opponent when the
 run had a mix), episode return and, for kickstarted runs, the teacher agreement.
 
-    python scripts/plot_metrics.py runs/kick1/metrics.csv models/lstm_ppo_gen9random.png
+    python scripts/plot_metrics.py runs/kick1/metrics.csv models/attention_ppo_gen9random.png
 
 Curves are smoothed with a moving average over ``--window`` iterations (win rates per
 opponent are noisy: a 1024-step rollout ends only a few battles against each).

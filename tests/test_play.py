@@ -33,7 +33,7 @@ from trainer.live import PlayError
 from trainer.play import run, validate
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKPOINT = ROOT / "models" / "lstm_ppo_gen9random.pt"
+CHECKPOINT = ROOT / "models" / "attention_ppo_gen9random.pt"
 AUTH_URL = "https://play.pokemonshowdown.com/action.php?"
 
 

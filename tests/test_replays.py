@@ -92,7 +92,7 @@ def test_evaluate_save_replays_writes_complete_replays(tmp_path: Path) -> None:
             sys.executable,
             "-m",
             "trainer.evaluate",
-            "checkpoint=models/lstm_ppo_gen9random.pt",
+            "checkpoint=models/attention_ppo_gen9random.pt",
             "opponents=[random]",
             "battles=1",
             "num_envs=1",

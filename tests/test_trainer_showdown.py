@@ -124,7 +124,7 @@ def test_attention_policy_clones_then_trains_with_self_play(tmp_path: Path) -> N
     proc = run_module(
         "trainer.evaluate",
         f"checkpoint={tmp_path}",
-        f"opponents=[policy:{ROOT / 'models' / 'lstm_ppo_gen9random.pt'}]",
+        f"opponents=[policy:{ROOT / 'models' / 'attention_ppo_gen9random.pt'}]",
         "battles=2",
         "num_envs=1",
         f"hydra.run.dir={out}",
