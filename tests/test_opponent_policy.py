@@ -148,17 +148,23 @@ def test_bad_policy_names_fail_clearly(tmp_path, checkpoint):
         FrozenPolicy.from_snapshot(snapshot)
 
 
+def play_one_battle(env: PokemonEnv) -> tuple[bool, dict]:
+    """Random legal actions until the battle ends; returns (terminated, final info)."""
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset()
+    for _ in range(2000):
+        action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return terminated, info
+    raise AssertionError("the battle did not end in 2000 steps")
+
+
 @pytest.mark.integration
 def test_policy_opponent_plays_a_real_battle(showdown_server, checkpoint):
     env = PokemonEnv(opponent=f"policy:{checkpoint}", server=showdown_server, seed=0)
-    rng = np.random.default_rng(0)
     try:
-        obs, _ = env.reset()
-        for _ in range(2000):
-            action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
-            obs, _, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                break
+        terminated, info = play_one_battle(env)
     finally:
         env.close()
     assert terminated and isinstance(info["won"], bool)
@@ -172,15 +178,9 @@ def test_policy_opponent_plays_a_real_battle(showdown_server, checkpoint):
 def test_a_self_play_mix_reports_the_snapshot_that_played(showdown_server, checkpoint):
     snapshot = {**read_snapshot(checkpoint), "id": 3}
     env = PokemonEnv(opponent="mix:self=1,random=0", server=showdown_server, seed=0)
-    rng = np.random.default_rng(0)
     try:
         assert env.call_opponent("sync_pool", [snapshot], [3]) == [3]
-        obs, _ = env.reset()
-        for _ in range(2000):
-            action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
-            obs, _, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                break
+        terminated, info = play_one_battle(env)
     finally:
         env.close()
     assert terminated and info["opponent"] == "self"

@@ -96,8 +96,9 @@ def _run_setup(tmp_path: Path, installed: str, torch_spec_env: str | None) -> tu
     """scripts/setup.sh in a copy of the repo whose .venv python records pip calls."""
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
-    for name in ("setup.sh", "torch_spec.py"):
+    for name in ("setup.sh", "torch_spec.py", "install_stamp.py"):
         (repo / "scripts" / name).write_text((ROOT / "scripts" / name).read_text())
+    (repo / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
     (repo / "package-lock.json").write_text("{}")
     os.utime(repo / "package-lock.json", (0, 0))  # older than node_modules: no npm ci
     package = repo / "node_modules" / "pokemon-showdown"

@@ -5,12 +5,13 @@ Usage, modes and the browser walk-through: docs/play.md."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import asdict
 from pathlib import Path
@@ -68,6 +69,20 @@ class _Stop(BaseException):
 
 def _raise_stop(signum: int, frame: Any) -> None:
     raise _Stop(signum)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Block SIGINT and SIGTERM inside the block (main thread); they arrive after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def summary_line(results: list[BattleResult], username: str) -> str:
@@ -167,9 +182,12 @@ def run(
         )
         if on_ready is not None:
             on_ready(ready)
-        mode_future = asyncio.run_coroutine_threadsafe(
-            mode_coroutine(player, cfg), player.ps_client.loop
-        )
+        # a signal landing between scheduling the coroutine and keeping its future would
+        # leave it running unseen (never cancelled): hold SIGINT/SIGTERM across the two
+        with _signals_held():
+            mode_future = asyncio.run_coroutine_threadsafe(
+                mode_coroutine(player, cfg), player.ps_client.loop
+            )
         while True:
             try:
                 mode_future.result(timeout=1.0)
