@@ -1,4 +1,5 @@
-"""Faults during training with real processes: a killed env worker stops the run cleanly."""
+"""Faults during training with real processes: a killed env worker stops the run cleanly; a
+hung Showdown server is killed and restarted while the run goes on."""
 
 from __future__ import annotations
 
@@ -37,7 +38,21 @@ def _env_workers(pid: int) -> list[psutil.Process]:
     return workers
 
 
-def _start_training(run_dir: Path, *overrides: str) -> subprocess.Popen:
+def _showdown_servers(pid: int) -> list[psutil.Process]:
+    """The Showdown servers a trainer started (node processes below it)."""
+    servers = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if child.name() == "node" and "pokemon-showdown" in child.cmdline():
+                servers.append(child)
+        except psutil.Error:
+            continue
+    return servers
+
+
+def _start_training(
+    run_dir: Path, *overrides: str, total_steps: int = 1_000_000
+) -> subprocess.Popen:
     """The smoke run (one env) with ``overrides``, returned once an iteration is logged."""
     proc = subprocess.Popen(
         [
@@ -45,7 +60,7 @@ def _start_training(run_dir: Path, *overrides: str) -> subprocess.Popen:
             "-m",
             "trainer",
             "+experiment=smoke",
-            "total_steps=1000000",
+            f"total_steps={total_steps}",
             "tensorboard=false",
             f"hydra.run.dir={run_dir}",
             *overrides,
@@ -107,6 +122,33 @@ def test_a_stopped_env_worker_is_logged_then_stops_the_run(tmp_path: Path) -> No
     assert f"resume={tmp_path}" in out and "Traceback" not in out, out[-3000:]
     _, alive = psutil.wait_procs(descendants, timeout=30)
     assert not alive, [p.pid for p in alive]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_stopped_showdown_server_is_restarted_and_the_run_finishes(tmp_path: Path) -> None:
+    """SIGSTOP of the run's server: its health check kills and restarts it (a new pid), the
+    run reaches total_steps, nothing is left running."""
+    proc = _start_training(tmp_path, "env.backend=server", total_steps=32 * 40)
+    (server,) = _showdown_servers(proc.pid)
+    server.suspend()  # SIGSTOP; the run cannot finish before the restart: its env waits
+    deadline = time.monotonic() + 120
+    while not (new := [s for s in _showdown_servers(proc.pid) if s.pid != server.pid]):
+        assert proc.poll() is None and time.monotonic() < deadline, "no new server"
+        time.sleep(0.2)
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    out = _finish(proc)
+    assert proc.returncode == 0, out[-3000:]
+    # (poke-env logs the dropped connection with a traceback in the worker: not a failure)
+    assert "is hung; killing it to restart it" in out and "done: 1280 steps" in out, out[-3000:]
+    assert not server.is_running() and new[0].pid != server.pid
+    with (tmp_path / "metrics.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 40  # every iteration, through total_steps
+    # the battle in flight, unless the stop caught the env between two battles
+    assert sum(int(r["episodes_aborted"]) for r in rows) in (0, 1)
+    _, alive = psutil.wait_procs(descendants, timeout=30)
+    assert not alive, [(p.pid, p.name()) for p in alive]
 
 
 @pytest.mark.integration

@@ -75,6 +75,32 @@ def test_truncation_bootstraps_from_final_obs_with_the_episode_state() -> None:
                 torch.testing.assert_close(buffer.final_values[end, env], value[0])
 
 
+class AbortOnTruncation(gym.Wrapper):
+    """Marks every truncated episode aborted, as PokemonEnv does when its simulator is lost."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if truncated:
+            info = {**info, "aborted": "connection closed"}
+        return obs, reward, terminated, truncated, info
+
+
+def test_aborted_episodes_are_counted_among_the_finished_ones() -> None:
+    # env 0: every episode truncated after 3 steps and aborted; env 1: won or lost at step 3
+    envs = gym.vector.SyncVectorEnv(
+        [
+            lambda: AbortOnTruncation(MemoryEnv(delay=4, max_episode_steps=3)),
+            lambda: MemoryEnv(delay=2),
+        ],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    _, buffer, collector = setup(envs, steps=9)
+    stats = collector.collect(buffer)
+    envs.close()
+    assert len(stats.returns) == 6 and len(stats.wins) == 3  # aborted ones have no result
+    assert stats.aborted == 3
+
+
 def test_action_mask_is_respected_during_rollouts() -> None:
     envs = memory_vector_env(4, "SameStep", delay=1, action_mask=True)  # env raises on action 2
     _, buffer, collector = setup(envs, steps=64)

@@ -193,6 +193,42 @@ def test_pool_round_robin_and_watchdog_restart(tmp_path, no_new_node):
     assert not any(pid_alive(p) for p in pids)
 
 
+def test_a_port_that_accepts_but_never_answers_is_not_responsive():
+    """What a stopped server looks like to a client: the kernel accepts the connection,
+    nothing answers. The ping gives up at its timeout."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        server = ShowdownServer(port=silent.getsockname()[1])
+        started = time.monotonic()
+        assert server.responsive(1.0) is False
+        assert time.monotonic() - started < 10
+
+
+@pytest.mark.integration
+def test_watchdog_kills_and_restarts_a_stopped_server(tmp_path, no_new_node):
+    """SIGSTOP: the process is alive but hung; unanswered pings get it killed (SIGKILL,
+    which a stopped process cannot ignore) and restarted on its port."""
+    with ServerPool(
+        1, log_dir=tmp_path, warm=False, health_timeout=3.0, health_failures=2, health_interval=0.5
+    ) as pool:
+        server = pool.servers[0]
+        assert server.responsive(30.0)
+        pool.start_watchdog(interval=0.2)
+        port, pid = server.port, server.pid
+        os.kill(pid, signal.SIGSTOP)
+        assert _wait(lambda: server.pid != pid and server.is_alive(), timeout=90)
+        assert not pid_alive(pid) and server.port == port and server.restarts == 1
+        assert _wait(lambda: port_is_open(port)) and server.responsive(30.0)
+        last = server.pid
+    assert not pid_alive(last)
+
+
+def test_health_failures_must_be_positive():
+    with pytest.raises(ValueError, match="health_failures must be >= 1, got 0"):
+        ServerPool(1, health_failures=0)
+
+
 @pytest.mark.integration
 def test_node_dies_with_a_killed_python_parent(tmp_path):
     code = (

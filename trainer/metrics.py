@@ -25,6 +25,7 @@ COLUMNS = (
     "global_step",
     "sps",
     "episodes",
+    "episodes_aborted",
     "episode_return",
     "episode_length",
     "win_rate",

@@ -37,6 +37,7 @@ class EpisodeStats:
     returns: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     wins: list[bool] = field(default_factory=list)  # only episodes whose info had ``won``
+    aborted: int = 0  # episodes ended by a lost simulator/server (``info["aborted"]``)
 
 
 class RolloutCollector:
@@ -170,6 +171,7 @@ class RolloutCollector:
         self.ep_return += rewards
         self.ep_length += 1
         wins = finished_values(info, done, "won")
+        stats.aborted += len(finished_values(info, done, "aborted"))
         for i in np.flatnonzero(done):
             stats.returns.append(float(self.ep_return[i]))
             stats.lengths.append(int(self.ep_length[i]))

@@ -268,6 +268,7 @@ class Trainer:
             "global_step": self.global_step,
             "sps": steps / (t2 - t0),
             "episodes": len(stats.returns),
+            "episodes_aborted": stats.aborted,
             "episode_return": _mean(stats.returns),
             "episode_length": _mean(stats.lengths),
             "win_rate": _mean(stats.wins),

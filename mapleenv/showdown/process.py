@@ -2,6 +2,7 @@
 
 :func:`spawn` starts a child that dies with its parent (``PR_SET_PDEATHSIG`` on Linux),
 :func:`terminate` stops it (SIGTERM, then SIGKILL; a whole process group when asked),
+:func:`kill` stops a hung one at once (SIGKILL),
 :func:`stop_at_exit` stops still-running owners from an ``atexit`` hook, and
 :class:`Watchdog` restarts dead children from a daemon thread.
 """
@@ -74,6 +75,14 @@ def terminate(process: subprocess.Popen, timeout: float = 5.0, *, group: bool = 
             process.wait(timeout)
     if group:
         _signal(process, signal.SIGKILL, group)
+
+
+def kill(process: subprocess.Popen, timeout: float = 5.0, *, group: bool = False) -> None:
+    """SIGKILL ``process`` (its whole group with ``group``) and reap it: for a hung or
+    stopped (SIGSTOP) child, which would not act on SIGTERM."""
+    _signal(process, signal.SIGKILL, group)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout)
 
 
 class Stoppable(Protocol):

@@ -1,5 +1,6 @@
 """Managed local ``pokemon-showdown`` servers: one :class:`ShowdownServer`, or a
-:class:`ServerPool` of them with a watchdog.
+:class:`ServerPool` of them with a watchdog that restarts dead servers and kills (then
+restarts) hung ones.
 
 A server runs the npm package's prebuilt server
 (``node pokemon-showdown start --no-security --skip-build PORT``) in its own process
@@ -36,7 +37,14 @@ from mapleenv.showdown.package import (
     free_port,
     port_is_open,
 )
-from mapleenv.showdown.process import Watchdog, forget_at_exit, spawn, stop_at_exit, terminate
+from mapleenv.showdown.process import (
+    Watchdog,
+    forget_at_exit,
+    kill,
+    spawn,
+    stop_at_exit,
+    terminate,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -258,6 +266,32 @@ class ShowdownServer:
             ) from exc
         logger.info("Showdown on %s warmed up in %.1f s", self.url, time.monotonic() - started)
 
+    def responsive(self, timeout: float) -> bool:
+        """Whether the server greets a new websocket client (``|challstr|``) within
+        ``timeout`` s. A hung or stopped (SIGSTOP) server still accepts TCP connections (the
+        kernel does) but answers nothing, so the process being alive is not enough."""
+        deadline = time.monotonic() + timeout
+        try:
+            with ws_connect(
+                f"ws://{self.url}/showdown/websocket",
+                open_timeout=timeout,
+                close_timeout=1.0,
+                proxy=None,
+            ) as ws:
+                while (remaining := deadline - time.monotonic()) > 0:
+                    if "|challstr|" in str(ws.recv(timeout=remaining)):
+                        return True
+        except (OSError, TimeoutError, WebSocketException):
+            pass
+        return False
+
+    def kill(self) -> None:
+        """SIGKILL the server's process group now (a hung server may ignore SIGTERM); the
+        process counts as dead, so :meth:`ensure_running` restarts it."""
+        with self._lock:
+            if self._process is not None:
+                kill(self._process, group=True)
+
     def _terminate(self, timeout: float = 5.0) -> None:
         process, self._process = self._process, None
         if process is not None:
@@ -318,13 +352,32 @@ class ServerPool:
     """K servers for one run; env ``i`` uses server ``i % K``.
 
     :meth:`start_watchdog` runs a daemon thread that restarts dead servers on their
-    port, so envs in other processes can reconnect to the same URL.
+    port, so envs in other processes can reconnect to the same URL. It also pings each
+    server (:meth:`ShowdownServer.responsive`) every ``health_interval`` s and kills one
+    that leaves ``health_failures`` pings in a row unanswered for ``health_timeout`` s
+    (hung, SIGSTOPped), which restarts it; ``health_timeout=None``: no pings.
     """
 
-    def __init__(self, n: int, log_dir: str | Path | None = None, **server_kwargs: Any):
+    def __init__(
+        self,
+        n: int,
+        log_dir: str | Path | None = None,
+        *,
+        health_timeout: float | None = 5.0,
+        health_failures: int = 2,
+        health_interval: float = 5.0,
+        **server_kwargs: Any,
+    ):
         if n < 1:
             raise ValueError(f"a server pool needs at least one server, got n={n}")
+        if health_failures < 1:
+            raise ValueError(f"health_failures must be >= 1, got {health_failures}")
         self.servers = [ShowdownServer(log_dir=log_dir, **server_kwargs) for _ in range(n)]
+        self.health_timeout = health_timeout
+        self.health_failures = health_failures
+        self.health_interval = health_interval
+        self._failed_pings = [0] * n
+        self._last_ping = [0.0] * n
         self._watchdog: Watchdog | None = None
 
     def __len__(self) -> int:
@@ -357,17 +410,50 @@ class ServerPool:
         """Restart dead servers; returns how many were restarted."""
         return sum(server.ensure_running() for server in self.servers)
 
+    def _kill_if_hung(self, i: int) -> None:
+        """Ping server ``i`` when due (every ``health_interval`` s, at once again after a
+        failure); kill it after ``health_failures`` unanswered pings in a row."""
+        server = self.servers[i]
+        now = time.monotonic()
+        if (
+            self.health_timeout is None
+            or not server.is_alive()
+            or (self._failed_pings[i] == 0 and now - self._last_ping[i] < self.health_interval)
+        ):
+            return
+        self._last_ping[i] = now
+        if server.responsive(self.health_timeout):
+            self._failed_pings[i] = 0
+            return
+        self._failed_pings[i] += 1
+        logger.warning(
+            "Showdown on %s (pid %s) did not answer a ping in %.0f s (%d/%d)",
+            server.url,
+            server.pid,
+            self.health_timeout,
+            self._failed_pings[i],
+            self.health_failures,
+        )
+        if self._failed_pings[i] >= self.health_failures:
+            logger.warning("Showdown on %s is hung; killing it to restart it", server.url)
+            self._failed_pings[i] = 0
+            server.kill()
+
     def start_watchdog(self, interval: float = 1.0) -> None:
-        """Check the servers every ``interval`` s in a daemon thread; restart dead ones."""
+        """Check the servers every ``interval`` s in a daemon thread: restart dead ones,
+        kill (and so restart) hung ones."""
         if self._watchdog is None:
             self._watchdog = Watchdog(self._restart_dead, "maple-server-watchdog", interval)
         self._watchdog.start()
 
     def _restart_dead(self) -> None:
-        for server in self.servers:
+        for i, server in enumerate(self.servers):
             if self._watchdog is None or self._watchdog.stopping:
                 return
             try:
+                self._kill_if_hung(i)
+                if self._watchdog is None or self._watchdog.stopping:
+                    return
                 server.ensure_running()
             except ShowdownError:
                 logger.exception("watchdog could not restart %r", server)

@@ -12,10 +12,11 @@ Two backends (:func:`default_backend` picks one when none is given):
 Closing the vector env stops the hosts or servers.
 
 Crashes: a watchdog thread in the parent restarts a dead server (or host) on the same
-port (socket) (within ``watchdog_interval`` s). The workers cannot restart it themselves;
-an env whose connection drops ends its episode with ``truncated=True`` and
-``info["aborted"]``, and its next ``reset`` (Gymnasium's autoreset) waits for the
-port to accept connections again and reconnects with fresh poke-env players.
+port (socket) (within ``watchdog_interval`` s), and kills a hung one (health pings) first.
+The workers cannot restart it themselves; an env whose connection drops ends its episode
+with ``truncated=True`` and ``info["aborted"]``, and its next ``reset`` (Gymnasium's
+autoreset) waits for the port to accept connections again and reconnects with fresh
+poke-env players.
 
 Workers are spawned (``context="spawn"`` by default: ``fork`` hangs with poke-env's
 event-loop threads) and import only ``mapleenv`` (no torch, no CUDA).

@@ -1,0 +1,649 @@
+#!/usr/bin/env python
+"""Chaos run: train while killing and stopping Maple's processes at random times; JSON.
+
+    python scripts/chaos.py --minutes 30 --backend direct --sim-hosts 2 -- env.num_envs=8
+    python scripts/chaos.py --minutes 30 --backend server -- env.num_envs=8 env.servers=2
+
+Starts ``python -m trainer +experiment=<--experiment> env.backend=<--backend> ...`` (a real
+run, in a temporary run dir unless ``--run-dir`` is given) and injects faults at random
+times (a Poisson process of ``--faults-per-minute``, seeded by ``--seed``; kinds drawn from
+a shuffled bag of the ``--kinds``, so four faults in a row are one of each): ``kill_simulator`` /
+``stop_simulator`` (SIGKILL / SIGSTOP of a simulator host or Showdown server, left stopped:
+the pool's health check must act) and ``kill_worker`` / ``stop_worker`` (an env worker).
+A simulator fault must be recovered (the victim gone, a new process of its kind running).
+A worker fault must stop the run with its documented line (exit code 1, ``resume=<run
+dir>``); the checkpoint is then loaded and the run resumed in the same run dir. When the
+time is up the run is stopped with SIGTERM (it saves) and checked: clean stops, loadable
+checkpoints whose global_step never went back, metrics.csv without duplicate iterations,
+no process or simulator socket dir left. Progress goes to stderr; the exit code is 1 when a
+check failed. Faults are only injected while the current segment is training (it logged
+and saved an iteration), so a fault never hits a run while it starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from soak import role  # noqa: E402  (this folder's process-finding helpers)
+
+REPO = Path(__file__).resolve().parent.parent
+KINDS = ("kill_simulator", "stop_simulator", "kill_worker", "stop_worker")
+SIM_DIR_PREFIX = "maple-sim-"  # mapleenv.backends.direct.pool.DIR_PREFIX
+CLEAN_STOP = re.compile(
+    r"\]\[trainer\]\[ERROR\] - (?P<why>.*); last checkpoint: \S+ "
+    r"\(continue with resume=(?P<run>.*)\)$",
+    re.MULTILINE,
+)
+
+
+def simulator_role(process: psutil.Process) -> str | None:
+    """``sim_host`` (a direct-backend simulator host), ``server`` (a Showdown server) or None."""
+    try:
+        cmdline = process.cmdline()
+    except psutil.Error:
+        return None
+    if any(part.endswith("sim_host.js") for part in cmdline):
+        return "sim_host"
+    if "pokemon-showdown" in cmdline:
+        return "server"
+    return None
+
+
+def processes(trainer_pid: int) -> dict[str, list[psutil.Process]]:
+    """The run's processes by role: ``trainer``, ``env_worker``, ``sim_host``, ``server``
+    (stopped ones included, zombies not)."""
+    out: dict[str, list[psutil.Process]] = {}
+    try:
+        trainer = psutil.Process(trainer_pid)
+        found = [trainer, *trainer.children(recursive=True)]
+    except psutil.Error:
+        return out
+    for process in found:
+        kind = role(process, trainer_pid)
+        if kind == "node":
+            kind = simulator_role(process)
+        try:
+            if kind is None or process.status() == psutil.STATUS_ZOMBIE:
+                continue
+        except psutil.Error:
+            continue
+        out.setdefault(kind, []).append(process)
+    return out
+
+
+def alive(process: psutil.Process) -> bool:
+    """Running (the same process, not a reused pid) and not a zombie."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def metrics_rows(run_dir: Path) -> list[dict[str, str]]:
+    """The run's ``metrics.csv`` rows (none yet: empty)."""
+    try:
+        with (run_dir / "metrics.csv").open(newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError:
+        return []
+
+
+def last_iteration(run_dir: Path) -> int:
+    """The last iteration ``metrics.csv`` logged (0: none)."""
+    rows = metrics_rows(run_dir)
+    try:
+        return int(rows[-1]["iteration"]) if rows else 0
+    except (KeyError, ValueError):
+        return 0
+
+
+def iteration_rate(run_dir: Path) -> tuple[int, float] | None:
+    """Env steps per iteration and per second of rollout, from the last metrics rows."""
+    rows = metrics_rows(run_dir)
+    try:
+        steps = int(rows[-1]["global_step"]) - (
+            int(rows[-2]["global_step"]) if len(rows) > 1 else 0
+        )
+        if len(rows) == 1:
+            steps //= max(int(rows[-1]["iteration"]), 1)
+        return steps, steps / float(rows[-1]["rollout_s"])
+    except (IndexError, KeyError, ValueError, ZeroDivisionError):
+        return None
+
+
+def check_checkpoint(run_dir: Path) -> dict[str, Any]:
+    """Load ``last.pt`` and rebuild its policy: its global_step and iteration, or the error."""
+    from trainer.checkpoint import load_checkpoint
+    from trainer.policies import policy_from_snapshot
+
+    try:
+        ckpt = load_checkpoint(run_dir)
+        policy_from_snapshot(ckpt)
+    except Exception as exc:  # reported in the JSON: a failed check, not a crash
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    return {
+        "ok": True,
+        "global_step": int(ckpt["global_step"]),
+        "iteration": int(ckpt["iteration"]),
+    }
+
+
+def sim_dirs_of(pids: set[int]) -> set[Path]:
+    """Simulator socket dirs (``maple-sim-*``) made by one of ``pids``."""
+    out = set()
+    for directory in Path(tempfile.gettempdir()).glob(f"{SIM_DIR_PREFIX}*"):
+        try:
+            owner = int((directory / "owner").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if owner in pids:
+            out.add(directory)
+    return out
+
+
+@dataclass
+class Fault:
+    """One injected fault and what became of it."""
+
+    kind: str
+    role: str
+    pid: int
+    segment: int
+    t: float  # seconds since the chaos run started
+    outcome: str = "pending"  # recovered|unrecovered|clean_stop|bad_stop|no_stop|interrupted
+    recovered_s: float | None = None
+    new_pid: int | None = None
+    steps_lost: int | None = None  # worker faults: estimated env steps since the checkpoint
+    victim: Any = field(default=None, repr=False)
+    before: set[int] = field(default_factory=set, repr=False)  # same-role pids at the fault
+
+
+# the JSON fields of a fault event
+EVENT_FIELDS = (
+    "kind", "role", "pid", "segment", "t", "outcome", "recovered_s", "new_pid", "steps_lost",
+)  # fmt: skip
+
+
+@dataclass
+class Segment:
+    """One trainer process of the run: the first start, then one per resume."""
+
+    index: int
+    proc: subprocess.Popen
+    log: Path
+    start_iteration: int
+    started: float  # seconds since the chaos run started
+    started_wall: float  # time.time() then
+    under_way: bool = False
+    exit_code: int | None = None
+    end: str = "running"  # clean_stop | finished | sigterm | failed
+    checkpoint: dict[str, Any] | None = None
+    metrics_iteration: int | None = None  # the last iteration in metrics.csv at the end
+
+
+class Chaos:
+    """The chaos run: its segments, its faults and every process seen below a trainer."""
+
+    def __init__(self, args: argparse.Namespace, command: list[str], run_dir: Path):
+        self.args, self.command, self.run_dir = args, command, run_dir
+        self.rng = random.Random(args.seed)
+        self.bag: list[str] = []
+        self.start = time.monotonic()
+        self.faults: list[Fault] = []
+        self.segments: list[Segment] = []
+        self.seen: dict[tuple[int, float], psutil.Process] = {}
+        self.trainer_pids: set[int] = set()
+        self.sim_dirs: set[Path] = set()
+        self.claimed: set[int] = set()  # new simulator pids already credited to a recovery
+        self.resume_steps: list[int] = []
+
+    # -- progress
+    def now(self) -> float:
+        return time.monotonic() - self.start
+
+    def say(self, message: str) -> None:
+        print(f"[{self.now():7.1f} s] {message}", file=sys.stderr, flush=True)
+
+    # -- segments
+    def start_segment(self, resume: bool) -> Segment:
+        index = len(self.segments)
+        log = self.run_dir / "chaos" / f"segment-{index}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        command = [*self.command, *([f"resume={self.run_dir}"] if resume else [])]
+        with log.open("wb") as out:
+            proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        segment = Segment(index, proc, log, last_iteration(self.run_dir), self.now(), time.time())
+        self.segments.append(segment)
+        self.trainer_pids.add(proc.pid)
+        self.say(f"segment {index}: {'resumed' if resume else 'started'} run (pid {proc.pid})")
+        return segment
+
+    def track(self, segment: Segment) -> dict[str, list[psutil.Process]]:
+        found = processes(segment.proc.pid)
+        for group in found.values():
+            for process in group:
+                try:
+                    self.seen.setdefault((process.pid, process.create_time()), process)
+                except psutil.Error:
+                    continue
+        self.sim_dirs |= sim_dirs_of(self.trainer_pids)
+        if not segment.under_way and self.checkpointed(segment):
+            segment.under_way = True
+            self.say(f"segment {segment.index}: training")
+        return found
+
+    def checkpointed(self, segment: Segment) -> bool:
+        """Whether ``segment`` logged an iteration and saved its checkpoint."""
+        try:
+            saved = (self.run_dir / "checkpoints" / "last.pt").stat().st_mtime
+        except OSError:
+            return False
+        return (
+            saved >= segment.started_wall and last_iteration(self.run_dir) > segment.start_iteration
+        )
+
+    # -- faults
+    def next_kind(self) -> str:
+        if not self.bag:
+            self.bag = list(self.args.kinds)
+            self.rng.shuffle(self.bag)
+        return self.bag[-1]
+
+    def inject(self, segment: Segment, found: dict[str, list[psutil.Process]]) -> Fault | None:
+        """The next fault of the bag on a random target of its role; None (postponed) when
+        no target is there (e.g. the only host is stopped and not yet replaced)."""
+        kind = self.next_kind()
+        target_role = "env_worker" if kind.endswith("worker") else self.args.simulator_role
+        pending = {f.pid for f in self.faults if f.outcome == "pending"}
+        targets = []
+        for process in found.get(target_role, []):
+            try:
+                if process.pid not in pending and process.status() != psutil.STATUS_STOPPED:
+                    targets.append(process)
+            except psutil.Error:
+                continue
+        if not targets:
+            return None
+        self.bag.pop()
+        victim = self.rng.choice(sorted(targets, key=lambda p: p.pid))
+        fault = Fault(
+            kind, target_role, victim.pid, segment.index, round(self.now(), 2), victim=victim,
+            before={p.pid for p in found.get(target_role, [])},
+        )  # fmt: skip
+        if kind.endswith("worker"):
+            fault.steps_lost = self.steps_since_checkpoint()
+        try:
+            victim.send_signal(signal.SIGKILL if kind.startswith("kill") else signal.SIGSTOP)
+        except psutil.Error:
+            return None
+        self.faults.append(fault)
+        self.say(f"fault {len(self.faults)}: {kind} {target_role} pid {victim.pid}")
+        return fault
+
+    def steps_since_checkpoint(self) -> int | None:
+        """Env steps taken since ``last.pt`` was written (what a stop now loses), estimated
+        from the rollout rate of the last iteration; at most one iteration."""
+        rate = iteration_rate(self.run_dir)
+        try:
+            since = time.time() - (self.run_dir / "checkpoints" / "last.pt").stat().st_mtime
+        except OSError:
+            return None
+        if rate is None:
+            return None
+        per_iteration, per_second = rate
+        return min(per_iteration, round(per_second * max(since, 0.0)))
+
+    def check_recoveries(self, found: dict[str, list[psutil.Process]]) -> None:
+        """Pending simulator faults: recovered once the victim is gone and a new process
+        of its role runs (each new pid credited to one fault); unrecovered past
+        ``--recovery-timeout``."""
+        for fault in self.faults:
+            if fault.outcome != "pending" or fault.kind.endswith("worker"):
+                continue
+            if alive(fault.victim):
+                if self.now() - fault.t > self.args.recovery_timeout:
+                    fault.outcome = "unrecovered"
+                    self.say(f"NOT recovered: {fault.role} pid {fault.pid} still there")
+                continue
+            new = [
+                p.pid
+                for p in found.get(fault.role, [])
+                if p.pid not in fault.before and p.pid not in self.claimed
+            ]
+            if new:
+                self.claimed.add(new[0])
+                fault.outcome, fault.new_pid = "recovered", new[0]
+                fault.recovered_s = round(self.now() - fault.t, 2)
+                self.say(
+                    f"recovered: {fault.role} pid {fault.pid} -> {new[0]} in {fault.recovered_s} s"
+                )
+            elif self.now() - fault.t > self.args.recovery_timeout:
+                fault.outcome = "unrecovered"
+                self.say(f"NOT recovered: no new {fault.role} after pid {fault.pid}")
+
+    def segment_ended(self, segment: Segment) -> None:
+        """Classify a segment's exit; its faults' outcomes."""
+        segment.exit_code = segment.proc.returncode
+        text = segment.log.read_text(errors="replace")
+        worker_faults = [
+            f for f in self.faults if f.segment == segment.index and f.kind.endswith("worker")
+        ]
+        stops = [m for m in CLEAN_STOP.finditer(text) if "env worker" in m["why"]]
+        documented = (
+            segment.exit_code == 1
+            and len(stops) == 1
+            and stops[0]["run"].strip() == str(self.run_dir)
+            and bool(worker_faults)
+            and any(
+                f"pid {f.pid}," in stops[0]["why"] or "did not answer a step" in stops[0]["why"]
+                for f in worker_faults
+            )
+        )
+        if segment.end == "sigterm":
+            pass
+        elif documented:
+            segment.end = "clean_stop"
+        elif segment.exit_code == 0:
+            segment.end = "finished"
+        else:
+            segment.end = "failed"
+        for fault in self.faults:
+            if fault.segment == segment.index and fault.outcome == "pending":
+                if fault.kind.endswith("worker") and segment.end != "sigterm":
+                    fault.outcome = "clean_stop" if documented else "bad_stop"
+                else:
+                    fault.outcome = "interrupted"
+        segment.metrics_iteration = last_iteration(self.run_dir)
+        segment.checkpoint = check_checkpoint(self.run_dir)
+        self.say(
+            f"segment {segment.index}: {segment.end} (exit code {segment.exit_code}); "
+            f"checkpoint {segment.checkpoint}"
+        )
+        if segment.end == "failed":
+            self.say(f"segment {segment.index} log tail:\n{text[-3000:]}")
+
+    def stop(self, segment: Segment) -> None:
+        """SIGTERM (the trainer saves and closes: exit code 130), SIGKILL past a deadline."""
+        if segment.proc.poll() is None:
+            segment.end = "sigterm"
+            self.say(f"segment {segment.index}: SIGTERM")
+            segment.proc.send_signal(signal.SIGTERM)
+            try:
+                segment.proc.wait(timeout=180)
+            except subprocess.TimeoutExpired:
+                segment.proc.kill()
+                segment.proc.wait()
+                segment.end = "failed"
+        self.segment_ended(segment)
+        if segment.end == "sigterm" and segment.exit_code != 130:
+            segment.end = "failed"
+
+    # -- main loop
+    def run(self) -> None:
+        """Train and inject faults, resuming after each clean stop, until the time is up
+        (and ``--min-faults`` were injected); then stop the run with SIGTERM (after a last
+        resume if a worker fault stopped it then)."""
+        args = self.args
+        rate = args.faults_per_minute / 60
+        next_fault = self.rng.expovariate(rate) if rate > 0 else math.inf
+        segment = self.start_segment(resume=False)
+        while True:
+            found = self.track(segment)
+            self.check_recoveries(found)
+            time_up = self.now() >= args.minutes * 60 and len(self.faults) >= args.min_faults
+            if segment.proc.poll() is not None:
+                self.segment_ended(segment)
+                if segment.end != "clean_stop" or not segment.checkpoint["ok"]:
+                    return  # finished by itself, or failed: nothing to resume
+                self.resume_steps.append(segment.checkpoint["global_step"])
+                segment = self.start_segment(resume=True)
+                continue
+            worker_fault = max(
+                (f.t for f in self.faults if f.segment == segment.index and "worker" in f.kind),
+                default=None,
+            )
+            if worker_fault is not None:  # no more faults: the segment must stop by itself
+                if self.now() - worker_fault > args.step_timeout + 180:
+                    self.say("a worker fault did not stop the run")
+                    for fault in self.faults:
+                        if fault.segment == segment.index and fault.outcome == "pending":
+                            fault.outcome = "no_stop" if "worker" in fault.kind else "interrupted"
+                    break
+            elif time_up:
+                if segment.under_way or self.now() - segment.started > 300:
+                    break
+            elif segment.under_way and self.now() >= next_fault and self.inject(segment, found):
+                next_fault = self.now() + self.rng.expovariate(rate)
+                continue  # look again at once: a killed worker ends the segment
+            time.sleep(0.25)
+        self.stop(segment)
+
+    def abort(self) -> None:
+        """Kill whatever still runs (chaos.py itself interrupted)."""
+        for segment in self.segments:
+            if segment.proc.poll() is None:
+                segment.proc.kill()
+                segment.proc.wait()
+
+    # -- report
+    def leftovers(self) -> list[dict[str, Any]]:
+        """Processes of the run still running after its end (waited for up to 30 s): every
+        process seen below a trainer, and any process naming the run dir or a simulator
+        socket dir of the run (one started between two looks)."""
+        _, still = psutil.wait_procs([p for p in self.seen.values() if alive(p)], timeout=30)
+        marks = [str(self.run_dir), *(str(d) for d in self.sim_dirs)]
+        me = {os.getpid(), *(p.pid for p in psutil.Process().parents())}  # whoever ran us
+        for process in psutil.process_iter(["cmdline"]):
+            cmdline = " ".join(process.info["cmdline"] or ())
+            if process.pid not in me and any(mark in cmdline for mark in marks):
+                still.append(process)
+        left = {}
+        for process in still:
+            if alive(process):
+                try:
+                    left[process.pid] = " ".join(process.cmdline())[:200]
+                except psutil.Error:
+                    continue
+        return [{"pid": pid, "cmdline": cmdline} for pid, cmdline in sorted(left.items())]
+
+    def report(self) -> dict[str, Any]:
+        final = self.segments[-1]
+        rows = metrics_rows(self.run_dir)
+        iterations = [int(r["iteration"]) for r in rows if r.get("iteration")]
+        aborted = sum(int(r.get("episodes_aborted") or 0) for r in rows)
+        checkpoints = [s.checkpoint for s in self.segments if s.checkpoint is not None]
+        steps = [c["global_step"] for c in checkpoints if c.get("ok")]
+        starts = [0, *self.resume_steps]
+        left = self.leftovers()
+        dirs_left = sorted(str(d) for d in self.sim_dirs if d.exists())
+        by_kind = {kind: sum(f.kind == kind for f in self.faults) for kind in self.args.kinds}
+        recovered = [f for f in self.faults if f.outcome == "recovered"]
+        worker_faults = [f for f in self.faults if f.kind.endswith("worker")]
+        clean_stops = [s for s in self.segments if s.end == "clean_stop"]
+        lost = [f.steps_lost for f in self.faults if f.outcome == "clean_stop"]
+        checks = {
+            "final_stop_clean": final.end in ("sigterm", "finished"),
+            "worker_faults_stopped_cleanly": all(
+                f.outcome in ("clean_stop", "interrupted") for f in worker_faults
+            ),
+            "no_failed_segment": all(s.end != "failed" for s in self.segments),
+            "simulator_faults_recovered": all(
+                f.outcome in ("recovered", "interrupted")
+                for f in self.faults
+                if not f.kind.endswith("worker")
+            ),
+            "checkpoints_load": bool(checkpoints) and all(c["ok"] for c in checkpoints),
+            "global_step_never_back": steps == sorted(steps)
+            and all(b >= a for a, b in zip(starts, steps, strict=False)),
+            "metrics_no_duplicate_iterations": len(iterations) == len(set(iterations))
+            and iterations == sorted(iterations),
+            # no logged iteration past its checkpoint at any stop (before a resume drops it)
+            "checkpoint_covers_metrics": all(
+                s.checkpoint.get("iteration", -1) >= (s.metrics_iteration or 0)
+                for s in self.segments
+                if s.checkpoint is not None
+            ),
+            "nothing_left_running": not left,
+            "no_sim_dirs_left": not dirs_left,
+        }
+        return {
+            "command": self.command,
+            "run_dir": str(self.run_dir),
+            "backend": self.args.backend,
+            "minutes": self.args.minutes,
+            "seed": self.args.seed,
+            "faults_per_minute": self.args.faults_per_minute,
+            "elapsed_s": round(self.now(), 1),
+            "faults": by_kind,
+            "faults_total": len(self.faults),
+            "recoveries": {
+                "count": len(recovered),
+                "seconds": [f.recovered_s for f in recovered],
+                "max_s": max((f.recovered_s or 0.0 for f in recovered), default=None),
+            },
+            "clean_stops": len(clean_stops),
+            "resumes": len(self.resume_steps),
+            "battles_aborted": aborted,
+            "steps_lost": {
+                "total": sum(s for s in lost if s is not None),
+                "per_stop": lost,
+                "estimate": "rollout steps/s of the last iteration x seconds since last.pt",
+            },
+            "checkpoint_global_steps": steps,
+            "iterations_logged": len(iterations),
+            "segments": [
+                {
+                    "index": s.index,
+                    "end": s.end,
+                    "exit_code": s.exit_code,
+                    "log": str(s.log),
+                    "checkpoint": s.checkpoint,
+                }
+                for s in self.segments
+            ],
+            "events": [{name: getattr(f, name) for name in EVENT_FIELDS} for f in self.faults],
+            "left_running": left,
+            "sim_dirs_left": dirs_left,
+            "checks": checks,
+            "passed": all(checks.values()),
+            "machine": {"cpu_count": psutil.cpu_count(), "loadavg": psutil.getloadavg()},
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=30.0, help="time to inject faults (default %(default)s)"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("direct", "server"),
+        default="direct",
+        help="env.backend of the run (default %(default)s)",
+    )
+    parser.add_argument(
+        "--sim-hosts",
+        type=int,
+        default=None,
+        help="env.sim_hosts (direct backend; default: the config's)",
+    )
+    parser.add_argument(
+        "--experiment", default="lstm_ppo", help="the +experiment to train (default %(default)s)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the fault schedule (default %(default)s)"
+    )
+    parser.add_argument(
+        "--faults-per-minute",
+        type=float,
+        default=1.0,
+        help="mean fault rate (default %(default)s)",
+    )
+    parser.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help="comma-separated fault kinds to inject (default: all four)",
+    )
+    parser.add_argument(
+        "--min-faults",
+        type=int,
+        default=0,
+        help="go on past --minutes until this many faults were injected (default %(default)s)",
+    )
+    parser.add_argument(
+        "--step-timeout",
+        type=float,
+        default=60.0,
+        help="env.step_timeout_s: a stopped worker stops the run after this; keep it above "
+        "the time a stopped simulator takes to be replaced, ~11 s direct, ~15 s server "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--recovery-timeout",
+        type=float,
+        default=90.0,
+        help="seconds a killed or stopped simulator has to be replaced (default %(default)s)",
+    )
+    parser.add_argument(
+        "--run-dir", type=Path, default=None, help="run dir (default: a temporary one)"
+    )
+    parser.add_argument("overrides", nargs="*", help="more trainer overrides (after --)")
+    args = parser.parse_args(argv)
+    args.kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    unknown = sorted(set(args.kinds) - set(KINDS))
+    if unknown or not args.kinds:
+        parser.error(f"--kinds: unknown {unknown or 'empty'}; choose from {','.join(KINDS)}")
+    if args.sim_hosts is not None and args.backend != "direct":
+        parser.error("--sim-hosts is for --backend direct")
+    if args.minutes < 0 or args.faults_per_minute < 0:
+        parser.error("--minutes and --faults-per-minute must be >= 0")
+    if args.min_faults > 0 and args.faults_per_minute == 0:
+        parser.error("--min-faults needs --faults-per-minute > 0")
+    if any(o.startswith(("hydra.run.dir=", "resume=")) for o in args.overrides):
+        parser.error("give the run dir with --run-dir, not hydra.run.dir= or resume=")
+    args.simulator_role = "sim_host" if args.backend == "direct" else "server"
+
+    run_dir = (args.run_dir or Path(tempfile.mkdtemp(prefix="maple_chaos_"))).resolve()
+    command = [
+        sys.executable,
+        "-m",
+        "trainer",
+        f"+experiment={args.experiment}",
+        "tensorboard=false",
+        f"env.backend={args.backend}",
+        f"env.step_timeout_s={args.step_timeout}",
+        *([f"env.sim_hosts={args.sim_hosts}"] if args.sim_hosts is not None else []),
+        *args.overrides,
+        f"hydra.run.dir={run_dir}",
+    ]
+    chaos = Chaos(args, command, run_dir)
+    try:
+        chaos.run()
+    finally:
+        chaos.abort()
+    result = chaos.report()
+    print(json.dumps(result, indent=2))
+    return 0 if result["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
