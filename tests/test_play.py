@@ -109,6 +109,9 @@ class Agent:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            # a test run started in the background inherits SIGINT ignored (and Python then
+            # installs no Ctrl-C handler): the agent must get the default, as from a terminal
+            preexec_fn=_default_sigint,
         )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -226,6 +229,10 @@ def test_a_signal_stops_the_agent_and_its_server(
     assert document["interrupted"] == signum.name and document["battles"] == []
     assert any("interrupted by " + signum.name in line for line in agent.output)
     assert not pid_alive(server_pid)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _random_player(port: int, name: str, **kwargs: Any) -> RandomPlayer:
