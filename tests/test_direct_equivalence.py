@@ -144,10 +144,17 @@ def _replay_agent_view(
     return snapshots, battles[agent_side]
 
 
+def _unavailable_choices(env: PokemonEnv) -> int:
+    frames = env._backend.agent.frames
+    return sum(frame.count("|error|[Unavailable choice]") for frame in frames)
+
+
 def test_server_battles_replayed_on_the_direct_backend_agree(
-    logging_server: ShowdownServer,
+    logging_server: ShowdownServer, tmp_path: Path
 ) -> None:
-    env = PokemonEnv(server=logging_server, opponent="max_power", reward=SHAPED)
+    env = PokemonEnv(
+        server=logging_server, opponent="max_power", reward=SHAPED, record_dir=tmp_path
+    )
     low = env.observation_space["observation"].low
     high = env.observation_space["observation"].high
     host = SimHost()
@@ -157,9 +164,16 @@ def test_server_battles_replayed_on_the_direct_backend_agree(
             obs, _ = env.reset()
             server_steps = [(obs, 0.0, battle_digest(env.battle))]
             while True:
+                unavailable = _unavailable_choices(env)
                 obs, reward, terminated, truncated, info = env.step(
                     rng.choice(np.flatnonzero(obs["action_mask"]))
                 )
+                if _unavailable_choices(env) > unavailable:
+                    # Hidden information (e.g. trapped by an unrevealed Magnet Pull): the
+                    # server rejected the choice and re-asked. The input log keeps only the
+                    # committed choice, so the replay never sees this second request.
+                    assert reward == 0.0 and not (terminated or truncated)
+                    continue
                 server_steps.append((obs, reward, battle_digest(env.battle)))
                 if terminated or truncated:
                     break
