@@ -99,6 +99,8 @@ class Trainer:
         self.iteration = int(ckpt["iteration"]) if ckpt else 0
         # seconds of training loop in all segments so far (max_minutes counts these)
         self.train_seconds = float(ckpt.get("train_seconds", 0.0)) if ckpt else 0.0
+        # the longest iteration so far: the budget stops the run before one more would pass it
+        self.iteration_seconds = float(ckpt.get("iteration_seconds", 0.0)) if ckpt else 0.0
 
         self._owns_envs = envs is None
         self.envs = (
@@ -194,6 +196,7 @@ class Trainer:
             "global_step": self.global_step,
             "iteration": self.iteration,
             "train_seconds": self.train_seconds,
+            "iteration_seconds": self.iteration_seconds,
             "config": self.raw_config,
             "policy": policy_spec(self.policy),
             "rng": rng_state(),
@@ -213,6 +216,16 @@ class Trainer:
         if self.cfg.max_minutes is not None:
             done = max(done, self.train_seconds / (60.0 * self.cfg.max_minutes))
         return min(done, 1.0)
+
+    def budget_left(self) -> bool:
+        """Whether another iteration fits: the run must not pass ``total_steps`` or the
+        ``max_minutes`` budget, so it stops when one more iteration as long as the longest so
+        far would end past it."""
+        if self.progress() >= 1.0:
+            return False
+        if self.cfg.max_minutes is None:
+            return True
+        return self.train_seconds + self.iteration_seconds <= 60.0 * self.cfg.max_minutes
 
     def current_lr(self) -> float:
         if not self.cfg.algo.anneal_lr:
@@ -280,7 +293,7 @@ class Trainer:
         }
 
     def run(self) -> dict[str, Any] | None:
-        """Train until ``total_steps`` or ``max_minutes``; Ctrl-C saves ``last.pt`` and
+        """Train until ``total_steps`` or the ``max_minutes`` budget; Ctrl-C saves ``last.pt`` and
         re-raises."""
         metrics = MetricsLogger(
             self.run_dir,
@@ -300,9 +313,11 @@ class Trainer:
         seconds_before = self.train_seconds
         row = None
         try:
-            while self.progress() < 1.0:
+            while self.budget_left():
                 row = self.train_iteration()
-                self.train_seconds = seconds_before + time.perf_counter() - start
+                seconds = seconds_before + time.perf_counter() - start
+                self.iteration_seconds = max(self.iteration_seconds, seconds - self.train_seconds)
+                self.train_seconds = seconds
                 row |= self.evaluator.maybe_run(
                     self.policy, self.iteration, self.global_step, self.device
                 )
@@ -312,7 +327,7 @@ class Trainer:
                 self.save()
                 if self.cfg.checkpoint_every and self.iteration % self.cfg.checkpoint_every == 0:
                     self.save(f"step_{self.global_step:010d}.pt")
-                if self.iteration % self.cfg.log_every == 0 or self.progress() >= 1.0:
+                if self.iteration % self.cfg.log_every == 0 or not self.budget_left():
                     log.info("iter %d | %s", self.iteration, summary_line(row))
         except EnvWorkerStalled:
             self._interrupted = True  # hung workers: terminate, don't wait
