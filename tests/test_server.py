@@ -193,6 +193,33 @@ def test_pool_round_robin_and_watchdog_restart(tmp_path, no_new_node):
     assert not any(pid_alive(p) for p in pids)
 
 
+@pytest.mark.integration
+def test_watchdog_backs_off_then_gives_up_when_the_port_is_taken(tmp_path, no_new_node):
+    """A dead server whose port another program took cannot come back on it: the watchdog
+    tries a bounded number of times, waiting longer each time, then gives up with a reason
+    naming the port and its holder (it used to retry every second for as long as the run
+    lived)."""
+    with ServerPool(1, log_dir=tmp_path, warm=False) as pool:
+        server = pool.servers[0]
+        port, pid = server.port, server.pid
+        server.kill()
+        assert _wait(lambda: not server.is_alive())
+        with socket.socket() as taken:
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            taken.bind(("127.0.0.1", port))
+            taken.listen()
+            pool.start_watchdog(interval=0.05)  # then 0.1, 0.2, 0.4, 0.8 s between tries
+            assert _wait(lambda: pool.failure is not None, timeout=30)
+            assert "maple-server-watchdog gave up after 5 failed restarts" in pool.failure
+            assert f"port {port} on 127.0.0.1 is already in use (by pid {os.getpid()}" in (
+                pool.failure
+            )
+            assert server.restarts == 5 and not server.is_alive()
+            time.sleep(1.0)  # (a watch that had not ended would have tried again by now)
+            assert server.restarts == 5
+        assert not pid_alive(pid)
+
+
 def test_a_port_that_accepts_but_never_answers_is_not_responsive():
     """What a stopped server looks like to a client: the kernel accepts the connection,
     nothing answers. The ping gives up at its timeout."""

@@ -16,7 +16,7 @@ import trainer.config  # noqa: F401  (registers the typed schemas)
 from mapleenv.vector.ray import ShardFailedError  # plain import; Ray is imported only by shards
 from trainer.checkpoint import CheckpointError
 from trainer.config import ConfigError
-from trainer.envs import EnvWorkerDied, EnvWorkerStalled
+from trainer.envs import EnvPoolFailed, EnvWorkerDied, EnvWorkerStalled
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 log = logging.getLogger("trainer")
@@ -52,7 +52,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     except (ConfigError, CheckpointError, FileNotFoundError) as exc:  # bad input: one line
         log.error("%s", exc)
         sys.exit(2)
-    except (ShardFailedError, EnvWorkerDied, EnvWorkerStalled) as exc:
+    except (ShardFailedError, EnvWorkerDied, EnvWorkerStalled, EnvPoolFailed) as exc:
         log.error(
             "%s; last checkpoint: %s/checkpoints/last.pt (continue with resume=%s)",
             exc,

@@ -38,10 +38,17 @@ class EnvWorkerStalled(RuntimeError):
     """Env workers that did not answer a step within the timeout (hung, stopped); names them."""
 
 
+class EnvPoolFailed(RuntimeError):
+    """The envs' Showdown servers or simulator hosts could not be restarted (their watchdog
+    gave up, e.g. a port taken by another program); says which and why."""
+
+
 class StepWatch(VectorWrapper):
     """Steps an ``AsyncVectorEnv`` while watching its workers' replies: a stall longer than
     ``log_after_s`` is logged once, naming the silent workers; past ``timeout_s`` the step
-    raises :class:`EnvWorkerStalled` (the trainer then stops with its checkpoint)."""
+    raises :class:`EnvWorkerStalled` (the trainer then stops with its checkpoint). If the
+    envs' server/host watchdog gives up meanwhile, the step raises :class:`EnvPoolFailed`
+    at once (the workers would only retry against a server that will not come back)."""
 
     def __init__(self, env: AsyncVectorEnv, timeout_s: float, log_after_s: float = 10.0):
         super().__init__(env)
@@ -54,6 +61,9 @@ class StepWatch(VectorWrapper):
         start = time.monotonic()
         logged = False
         while silent:
+            failure = getattr(self.env.unwrapped, "pool_failure", None)
+            if failure is not None:
+                raise EnvPoolFailed(failure)
             elapsed = time.monotonic() - start
             if elapsed >= self.timeout_s:
                 raise EnvWorkerStalled(

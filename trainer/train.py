@@ -34,7 +34,13 @@ from trainer.checkpoint import (
 )
 from trainer.config import ConfigError, TrainConfig, to_train_config
 from trainer.device import resolve_device
-from trainer.envs import EnvWorkerStalled, make_envs, terminate_envs, worker_failure
+from trainer.envs import (
+    EnvPoolFailed,
+    EnvWorkerStalled,
+    make_envs,
+    terminate_envs,
+    worker_failure,
+)
 from trainer.episodes import OpponentStats, win_rate_columns
 from trainer.evaluation import PeriodicEvaluator
 from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
@@ -329,8 +335,8 @@ class Trainer:
                     self.save(f"step_{self.global_step:010d}.pt")
                 if self.iteration % self.cfg.log_every == 0 or not self.budget_left():
                     log.info("iter %d | %s", self.iteration, summary_line(row))
-        except EnvWorkerStalled:
-            self._interrupted = True  # hung workers: terminate, don't wait
+        except (EnvWorkerStalled, EnvPoolFailed):
+            self._interrupted = True  # hung or blocked workers: terminate, don't wait
             raise
         except (EOFError, ConnectionError) as exc:  # a worker's pipe closed mid-step
             failure = worker_failure(self.envs, exc)

@@ -8,6 +8,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import psutil
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
 HOST = "127.0.0.1"
@@ -104,6 +105,20 @@ def port_is_open(port: int, host: str = HOST, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
+
+
+def port_holder(port: int) -> str:
+    """`` (pid N, name)`` of the process listening on ``port``, or ``""`` if unknown
+    (for error messages: which program took a server's port)."""
+    try:
+        for conn in psutil.net_connections("tcp"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN:
+                if conn.pid is None:
+                    return ""
+                return f" (by pid {conn.pid}, {psutil.Process(conn.pid).name()})"
+    except (psutil.Error, OSError):
+        pass
+    return ""
 
 
 def configuration(host: str, port: int, secure: bool = False) -> ServerConfiguration:

@@ -4,7 +4,8 @@
 :func:`terminate` stops it (SIGTERM, then SIGKILL; a whole process group when asked),
 :func:`kill` stops a hung one at once (SIGKILL),
 :func:`stop_at_exit` stops still-running owners from an ``atexit`` hook, and
-:class:`Watchdog` restarts dead children from a daemon thread.
+:class:`Watchdog` restarts dead children from a daemon thread (backing off, then giving up
+with a :attr:`Watchdog.failure` that owners report so the run can stop).
 """
 
 from __future__ import annotations
@@ -109,13 +110,31 @@ def _stop_all() -> None:
 
 
 class Watchdog:
-    """Calls ``check()`` every ``interval`` s in a daemon thread until :meth:`stop`
-    (``check`` restarts dead children; its errors are logged, the watch goes on)."""
+    """Calls ``check()`` every ``interval`` s in a daemon thread until :meth:`stop`.
 
-    def __init__(self, check: Callable[[], object], name: str, interval: float = 1.0):
+    ``check`` restarts dead children. When it raises, the next try waits twice as long
+    (up to ``max_backoff`` s); after ``give_up_after`` failures in a row the watch ends and
+    :attr:`failure` says why, so the owner can stop the run with one line instead of
+    retrying a restart that cannot work (a port taken by another program) forever.
+    """
+
+    def __init__(
+        self,
+        check: Callable[[], object],
+        name: str,
+        interval: float = 1.0,
+        *,
+        give_up_after: int = 5,
+        max_backoff: float = 16.0,
+    ):
+        if give_up_after < 1:
+            raise ValueError(f"give_up_after must be >= 1, got {give_up_after}")
         self.check = check
         self.name = name
         self.interval = interval
+        self.give_up_after = give_up_after
+        self.max_backoff = max_backoff
+        self.failure: str | None = None
         self._stop_event = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -131,11 +150,27 @@ class Watchdog:
         return self._stop_event.is_set()
 
     def _watch(self) -> None:
-        while not self._stop_event.wait(self.interval):
+        failures, delay = 0, self.interval
+        while not self._stop_event.wait(delay):
             try:
                 self.check()
-            except Exception:
-                logger.exception("%s could not restart a child process", self.name)
+            except Exception as exc:
+                failures += 1
+                if failures >= self.give_up_after:
+                    self.failure = f"{self.name} gave up after {failures} failed restarts: {exc}"
+                    logger.error("%s", self.failure)
+                    return
+                delay = min(self.interval * 2**failures, self.max_backoff)
+                logger.warning(
+                    "%s could not restart a child process (%d/%d; next try in %.0f s): %s",
+                    self.name,
+                    failures,
+                    self.give_up_after,
+                    delay,
+                    exc,
+                )
+            else:
+                failures, delay = 0, self.interval
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop_event.set()

@@ -35,6 +35,7 @@ from mapleenv.showdown.package import (
     find_node,
     find_showdown,
     free_port,
+    port_holder,
     port_is_open,
 )
 from mapleenv.showdown.process import (
@@ -175,7 +176,9 @@ class ShowdownServer:
         if self._port is None:
             self._port = free_port()
         if port_is_open(self._port):
-            raise ServerStartError(f"port {self._port} on {HOST} is already in use")
+            raise ServerStartError(
+                f"port {self._port} on {HOST} is already in use{port_holder(self._port)}"
+            )
         if self._server_dir is None:
             if self.log_dir is not None:
                 self._server_dir = self.log_dir / f"showdown-{self._port}"
@@ -446,7 +449,15 @@ class ServerPool:
             self._watchdog = Watchdog(self._restart_dead, "maple-server-watchdog", interval)
         self._watchdog.start()
 
+    @property
+    def failure(self) -> str | None:
+        """Why the watchdog gave up restarting a server (``None``: it has not)."""
+        return self._watchdog.failure if self._watchdog is not None else None
+
     def _restart_dead(self) -> None:
+        """Restart dead and hung servers; raises (after checking every server) if one could
+        not be restarted, so the watchdog backs off and, in the end, gives up."""
+        errors = []
         for i, server in enumerate(self.servers):
             if self._watchdog is None or self._watchdog.stopping:
                 return
@@ -455,8 +466,10 @@ class ServerPool:
                 if self._watchdog is None or self._watchdog.stopping:
                     return
                 server.ensure_running()
-            except ShowdownError:
-                logger.exception("watchdog could not restart %r", server)
+            except ShowdownError as exc:
+                errors.append(str(exc).splitlines()[0])
+        if errors:
+            raise ShowdownError("; ".join(errors))
 
     def stop(self) -> None:
         watchdog, self._watchdog = self._watchdog, None

@@ -71,6 +71,9 @@ def default_backend(server_url: str | None = None) -> str:
 
 
 class _Pool(Protocol):
+    @property
+    def failure(self) -> str | None: ...
+
     def stop(self) -> None: ...
 
 
@@ -89,6 +92,12 @@ class ShowdownVectorEnv(AsyncVectorEnv):
         """Bool ``[N, A]`` legal-action masks of the current observations
         (:func:`mapleenv.vector.masks.action_masks`)."""
         return action_masks(self)
+
+    @property
+    def pool_failure(self) -> str | None:
+        """Why the server/host watchdog gave up restarting one (``None``: it has not, or
+        there is no pool): the envs cannot recover, the caller should stop."""
+        return self.pool.failure if getattr(self, "pool", None) is not None else None
 
     def _stop_pool(self) -> None:
         pool, self.pool = getattr(self, "pool", None), None

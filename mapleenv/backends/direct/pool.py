@@ -156,6 +156,11 @@ class SimHostPool:
             self.restarts += restarted
         return restarted
 
+    @property
+    def failure(self) -> str | None:
+        """Why the watchdog gave up restarting a host (``None``: it has not)."""
+        return self._watchdog.failure if self._watchdog is not None else None
+
     def start_watchdog(self, interval: float = 1.0) -> None:
         """Check the hosts every ``interval`` s in a daemon thread (restart dead ones)."""
         if self._watchdog is None:
