@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 import gymnasium
 import numpy as np
@@ -13,7 +14,7 @@ from conftest import child_node_pids, pid_alive, replay_decisions
 
 import mapleenv
 from mapleenv.backends import register_backend
-from mapleenv.backends.websocket import ShowdownBackend
+from mapleenv.backends.websocket import ChallengeRefused, ShowdownBackend
 from mapleenv.env import PokemonEnv
 from mapleenv.showdown import ShowdownError, free_port
 
@@ -200,6 +201,33 @@ def test_unreachable_external_server_is_a_clear_error():
     with pytest.raises(ShowdownError, match="unreachable"):
         env.reset()
     env.close()
+
+
+@pytest.mark.parametrize(
+    ("battle_format", "says"),
+    [
+        ("gen9nonsense", 'Unrecognized format "gen9nonsense"'),
+        ("gen9ou", "This format requires you to use your own team."),
+    ],
+)
+def test_a_server_refusing_the_battle_ends_the_reset_at_once_with_its_words(
+    showdown_server, battle_format, says
+):
+    """An external server is not checked against the package's format list: its refusal
+    (a popup) ends the reset with the server's own text, not after the 60-s reply timeout
+    and the reconnect retries (~63 s for one attempt before)."""
+    env = PokemonEnv(server=showdown_server.url, battle_format=battle_format, reconnect_timeout=30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(ChallengeRefused, match=f"refused the battle \\({battle_format}\\)"):
+            try:
+                env.reset()
+            except ChallengeRefused as exc:
+                assert says in str(exc)
+                raise
+        assert time.monotonic() - started < 20
+    finally:
+        env.close()
 
 
 def test_bad_arguments():

@@ -62,6 +62,18 @@ def _hydra_main(cfg: DictConfig) -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        if not _is_showdown_error(exc):
+            raise
+        log.error("%s", exc)  # a server that refused the battles, no Node, ...: one line
+        sys.exit(1)
+
+
+def _is_showdown_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of mapleenv's Showdown errors (without importing poke-env for
+    runs that never touched Showdown)."""
+    package = sys.modules.get("mapleenv.showdown.package")
+    return package is not None and isinstance(exc, package.ShowdownError)
 
 
 def main() -> None:

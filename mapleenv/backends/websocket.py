@@ -39,9 +39,18 @@ class _NoOrder(BattleOrder):
         return ""
 
 
+class ChallengeRefused(ShowdownError):
+    """The server refused to start the battle (an unknown format, a format that needs a
+    team, ...): retrying cannot help. The message carries the server's own words."""
+
+
+class _Popup(NamedTuple):
+    text: str  # the server's popup, its ``||`` line breaks joined with spaces
+
+
 class _Event(NamedTuple):
     role: str  # "agent", "rival" or "challenge"
-    item: Any  # a Battle, _CLOSED, or the challenge's exception
+    item: Any  # a Battle, _CLOSED, a _Popup, or the challenge's exception
     reply: asyncio.Future | None = None  # set for a decision: resolve it with the order
 
 
@@ -62,6 +71,15 @@ class _DrivenPlayer(Player):
         self.frames: list[str] | None = [] if record else None
         self.listener: Any = None
         self.listener_task: asyncio.Task | None = None
+        # poke-env only logs popups; a refused challenge must reach the env's thread
+        self._handle_client_message = self.ps_client._handle_message
+        self.ps_client._handle_message = self._watch_popups  # type: ignore[method-assign]
+
+    async def _watch_popups(self, message: str) -> None:
+        if message.startswith("|popup|"):
+            text = " ".join(part.strip() for part in message[7:].split("||") if part.strip())
+            self._events.put(_Event(self.role, _Popup(text)))
+        await self._handle_client_message(message)
 
     def connect(self) -> None:
         self.listener = asyncio.run_coroutine_threadsafe(self._listen(), self.ps_client.loop)
@@ -128,6 +146,7 @@ class ShowdownBackend:
         log_level: int = logging.WARNING,
     ):
         self.server_configuration = server_configuration
+        self.battle_format = battle_format
         self.opponent = opponent
         self.timeout = timeout
         self.record_dir = Path(record_dir) if record_dir is not None else None
@@ -222,9 +241,18 @@ class ShowdownBackend:
         self.rival.answer(event.reply, order)
 
     def _advance(self) -> Battle:
-        """Answer the opponent's requests until the agent must act or its battle ends."""
+        """Answer the opponent's requests until the agent must act or its battle ends; a
+        popup before the battle starts is the server refusing it (:class:`ChallengeRefused`)."""
         while True:
             event = self._next_event()
+            if isinstance(event.item, _Popup):
+                if self.battle is None and self.rival_battle is None:
+                    raise ChallengeRefused(
+                        f"{self.server_configuration.websocket_url} refused the battle "
+                        f"({self.battle_format}): {event.item.text}"
+                    )
+                logger.warning("popup from the server during a battle: %s", event.item.text)
+                continue
             if event.role == "rival":
                 self._on_rival_event(event)
                 continue
@@ -252,7 +280,9 @@ class ShowdownBackend:
 
         while not (ended(agent) and ended(self.rival_battle)):
             event = self._next_event(max(deadline - time.monotonic(), 0.0))
-            if event.role == "rival":
+            if isinstance(event.item, _Popup):
+                logger.warning("popup from the server: %s", event.item.text)
+            elif event.role == "rival":
                 self._on_rival_event(event, ending=True)
             elif self._is_stale(event):
                 continue
