@@ -92,7 +92,9 @@ def test_two_envs_play_full_episodes_and_survive_a_server_crash(tmp_path):
         servers = [server.pid for server in envs.pool]
     finally:
         envs.close()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10  # close() returns once they were told to stop
+    while any(pid_alive(pid) for pid in servers + workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not any(pid_alive(pid) for pid in servers + workers)
     assert set(child_node_pids()) <= before
     assert envs.pool is None

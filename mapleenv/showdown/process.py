@@ -149,6 +149,11 @@ class Watchdog:
     def stopping(self) -> bool:
         return self._stop_event.is_set()
 
+    @property
+    def watching(self) -> bool:
+        """Whether the watch thread runs (it ends on :meth:`stop` or when it gives up)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def _watch(self) -> None:
         failures, delay = 0, self.interval
         while not self._stop_event.wait(delay):
