@@ -40,8 +40,6 @@ from poke_env.battle import (
     AbstractBattle,
     Battle,
     Field,
-    Move,
-    MoveCategory,
     Pokemon,
     PokemonType,
 )
@@ -57,6 +55,7 @@ from mapleenv.encoders.rich.profile import (
     pokemon_profile,
     request_tera_types,
 )
+from mapleenv.encoders.rich.threat import ThreatEstimator
 
 logger = logging.getLogger(__name__)
 
@@ -76,9 +75,6 @@ _OFF = layout.OFFSETS
 _MOVE_STATIC = _M["base_power"]  # moves block: static per move id from here on
 _PROFILE = _P["level"]  # pokemon block: cached per-Pokémon profile from here on
 _TEAM = layout.TEAM_SIZE
-# Threat candidates after the first go through the calculator only while their cheap
-# score is within this fraction of the first's (or nothing so far did damage).
-THREAT_CLOSE = 0.75
 
 
 def current_types(mon: Pokemon) -> tuple[PokemonType, ...]:
@@ -91,19 +87,16 @@ def current_types(mon: Pokemon) -> tuple[PokemonType, ...]:
 class RichEncoder:
     """Encode a singles battle (seen from our side) into :data:`layout.SIZE` floats.
 
-    :param threat_calcs: at most this many of the opponent's candidate moves (ranked by
-        base power x STAB x type multiplier x stat ratio) go through the damage
-        calculator: the first always, the next ones only while their score is within
-        :data:`THREAT_CLOSE` of the first's or nothing so far dealt damage.
+    :param threat_calcs: at most this many of the opponent's candidate moves go through
+        the damage calculator (:class:`~mapleenv.encoders.rich.threat.ThreatEstimator`).
     :param cache_entries: bound of the damage-calculator cache.
     """
 
     def __init__(self, threat_calcs: int = 3, cache_entries: int = 100_000) -> None:
         self.size = layout.SIZE
         self.low, self.high = layout.bounds()
-        self.threat_calcs = threat_calcs
         self.damage = DamageEstimator(cache_entries)
-        self._candidates: dict[tuple[Any, ...], tuple[tuple[Move, float], ...]] = {}
+        self.threat = ThreatEstimator(self.damage, threat_calcs)
         self._profiles: dict[tuple[Any, ...], np.ndarray] = {}
 
     def __repr__(self) -> str:
@@ -151,7 +144,7 @@ class RichEncoder:
         self._moves(out, battle, me, opp, me_types, opp_types)
         if me is not None and opp is not None:
             if not battle.force_switch:  # our active is leaving: its threat is moot
-                self._threat(out, battle, me, opp, me_types, opp_types)
+                self.threat.encode(out, _OFF["threat"], battle, me, opp, me_types, opp_types)
             self._speed(out, battle, me, opp)
         self._field(out, battle)
         self._battle(out, battle, opp_team)
@@ -277,102 +270,6 @@ class RichEncoder:
                 if rolls is not None:
                     out[o + _M["damage"]] = min((rolls[0] + rolls[1]) / 2.0 / opp_hp, 1.0)
                     out[o + _M["ko"]] = rolls[1] >= opp_hp
-
-    def _threat_candidates(
-        self,
-        gen: int,
-        opp: Pokemon,
-        me: Pokemon,
-        me_types: tuple[PokemonType, ...],
-        opp_types: tuple[PokemonType, ...],
-    ) -> tuple[tuple[Move, float], ...]:
-        """The opponent's moves worth a calculator call, best first by a cheap score:
-        base power x STAB x type multiplier x its attacking / our defending stat."""
-        key = (gen, opp.species, opp.level, tuple(opp.moves), me.species, me_types, opp_types)
-        found = self._candidates.get(key)
-        if found is not None:
-            return found
-        revealed = [m for m in opp.moves.values() if move_static(gen, m.id)[2]]
-        pool = list(revealed)
-        if len(opp.moves) < 4:
-            bs = opp.base_stats
-            known = {m.id for m in revealed}
-            pool += [
-                m
-                for m in dex.likely_damaging_moves(
-                    gen,
-                    opp.species,
-                    opp.base_species,
-                    tuple(opp.base_types),
-                    bs["atk"] >= bs["spa"],
-                )
-                if m.id not in known
-            ]
-        stab = set(opp_types) | set(opp.base_types)
-        theirs = dex.estimated_stats(gen, opp.species, opp.level)
-        ours = me.stats if me.stats.get("def") else dex.estimated_stats(gen, me.species, me.level)
-
-        def score(m: Move) -> float:
-            t = m.type
-            power = m.base_power or 60
-            physical = m.category is MoveCategory.PHYSICAL
-            ratio = (
-                theirs["atk"] / max(ours["def"] or 1, 1)
-                if physical
-                else theirs["spa"] / max(ours["spd"] or 1, 1)
-            )
-            return power * (1.5 if t in stab else 1.0) * ratio * dex.effectiveness(gen, t, me_types)
-
-        scored = sorted(((score(m), m) for m in pool), key=lambda x: x[0], reverse=True)
-        found = tuple((m, sc) for sc, m in scored[: self.threat_calcs])
-        if len(self._candidates) > 10_000:
-            self._candidates.clear()
-        self._candidates[key] = found
-        return found
-
-    def _threat(
-        self,
-        out: np.ndarray,
-        battle: AbstractBattle,
-        me: Pokemon,
-        opp: Pokemon,
-        me_types: tuple[PokemonType, ...],
-        opp_types: tuple[PokemonType, ...],
-    ) -> None:
-        gen = battle.gen
-        o = _OFF["threat"]
-        out[o + _T["moves_known"]] = min(len(opp.moves), 4) / 4.0
-        my_hp = current_hp(me, gen)
-        if my_hp <= 0:
-            return
-        context = self.damage.context(battle, opp, me, we_attack=False)
-        best: tuple[float, float, Move] | None = None
-        candidates = self._threat_candidates(gen, opp, me, me_types, opp_types)
-        for m, score in candidates:
-            if best is not None and best[0] > 0 and score < THREAT_CLOSE * candidates[0][1]:
-                break  # the cheap score says the rest are clearly weaker
-            rolls = self.damage.rolls(
-                battle,
-                opp,
-                battle.opponent_role,
-                me,  # type: ignore[arg-type]
-                battle.player_role,
-                m,
-                context,
-            )  # type: ignore[arg-type]
-            if rolls is None:
-                continue
-            mean = (rolls[0] + rolls[1]) / 2.0
-            if best is None or mean > best[0]:
-                best = (mean, float(rolls[1]), m)
-        if best is None:
-            return
-        mean, high, m = best
-        out[o + _T["damage"]] = min(mean / my_hp, 1.0)
-        out[o + _T["ko"]] = high >= my_hp
-        out[o + _T["effectiveness"]] = dex.effectiveness(gen, m.type, me_types)
-        out[o + _T["priority"]] = min(max(m.priority / 5.0, -1.0), 1.0)
-        out[o + _T["revealed"]] = m.id in opp.moves
 
     @staticmethod
     def _speed(out: np.ndarray, battle: AbstractBattle, me: Pokemon, opp: Pokemon) -> None:
