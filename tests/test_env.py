@@ -218,14 +218,15 @@ def test_a_server_refusing_the_battle_ends_the_reset_at_once_with_its_words(
     and the reconnect retries (~63 s for one attempt before)."""
     env = PokemonEnv(server=showdown_server.url, battle_format=battle_format, reconnect_timeout=30)
     try:
-        started = time.monotonic()
-        with pytest.raises(ChallengeRefused, match=f"refused the battle \\({battle_format}\\)"):
-            try:
-                env.reset()
-            except ChallengeRefused as exc:
-                assert says in str(exc)
-                raise
-        assert time.monotonic() - started < 20
+        for _ in range(2):  # and again: the refused attempt left nothing waiting
+            started = time.monotonic()
+            with pytest.raises(ChallengeRefused, match=f"refused the battle \\({battle_format}\\)"):
+                try:
+                    env.reset()
+                except ChallengeRefused as exc:
+                    assert says in str(exc)
+                    raise
+            assert time.monotonic() - started < 20
     finally:
         env.close()
 

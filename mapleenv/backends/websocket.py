@@ -247,6 +247,8 @@ class ShowdownBackend:
             event = self._next_event()
             if isinstance(event.item, _Popup):
                 if self.battle is None and self.rival_battle is None:
+                    if self._challenge is not None:  # it would wait for a battle forever
+                        self._challenge.cancel()
                     raise ChallengeRefused(
                         f"{self.server_configuration.websocket_url} refused the battle "
                         f"({self.battle_format}): {event.item.text}"
@@ -317,6 +319,7 @@ class ShowdownBackend:
         if (
             self._challenge is not None
             and self._challenge.done()
+            and not self._challenge.cancelled()
             and self._challenge.exception() is not None
         ):
             raise BattleAborted(f"challenge failed: {self._challenge.exception()!r}")
