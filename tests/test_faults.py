@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -147,6 +148,50 @@ def test_a_stopped_showdown_server_is_restarted_and_the_run_finishes(tmp_path: P
     assert len(rows) == 40  # every iteration, through total_steps
     # the battle in flight, unless the stop caught the env between two battles
     assert sum(int(r["episodes_aborted"]) for r in rows) in (0, 1)
+    _, alive = psutil.wait_procs(descendants, timeout=30)
+    assert not alive, [(p.pid, p.name()) for p in alive]
+
+
+def _take_port(trainer_pid: int, port: int) -> socket.socket:
+    """Kill the run's server and listen on its port. A restart may get there first: its
+    server is killed too and the port tried again, until the test holds it."""
+    deadline = time.monotonic() + 60
+    while True:
+        servers = _showdown_servers(trainer_pid)
+        for server in servers:
+            server.kill()
+        psutil.wait_procs(servers, timeout=30)
+        taken = socket.socket()
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            taken.bind(("127.0.0.1", port))
+            taken.listen()
+            return taken
+        except OSError:
+            taken.close()
+            assert time.monotonic() < deadline, f"port {port} was never free for the test"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_server_that_cannot_restart_stops_the_run_with_one_line(tmp_path: Path) -> None:
+    """The run's server dies and another program takes its port: the watchdog gives up after
+    a few backed-off tries (~15 s) and the run stops at once with one line naming the port,
+    its holder and the checkpoint (it used to retry every second while the env waited)."""
+    proc = _start_training(tmp_path, "env.backend=server")
+    (server,) = _showdown_servers(proc.pid)
+    port = next(c.laddr.port for c in server.net_connections("tcp") if c.status == "LISTEN")
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    with _take_port(proc.pid, port):
+        out = _finish(proc)
+    assert proc.returncode == 1, out[-3000:]
+    last = out.strip().splitlines()[-1]  # the run's own last word: one line, no traceback
+    assert "[trainer][ERROR] - maple-server-watchdog gave up after 5 failed restarts" in last
+    assert f"port {port} on 127.0.0.1 is already in use (by pid {os.getpid()}" in last
+    assert f"resume={tmp_path}" in last, out[-3000:]
+    # (the worker's poke-env client logs its lost connection with a traceback: not ours)
+    assert f'File "{ROOT / "trainer"}' not in out, out[-3000:]
+    assert (tmp_path / "checkpoints" / "last.pt").is_file()
     _, alive = psutil.wait_procs(descendants, timeout=30)
     assert not alive, [(p.pid, p.name()) for p in alive]
 

@@ -33,7 +33,7 @@ def test_a_failing_check_backs_off_then_the_watch_gives_up() -> None:
         assert _until(lambda: not watchdog.watching)  # the watch ended: no fifth try
         assert len(calls) == 4
         gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
-        assert all(gap >= wait for gap, wait in zip(gaps, (0.1, 0.2, 0.4), strict=True)), gaps
+        assert all(gap >= wait for gap, wait in zip(gaps, (0.05, 0.1, 0.2), strict=True)), gaps
     finally:
         watchdog.stop()
 

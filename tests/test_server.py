@@ -27,6 +27,7 @@ from mapleenv.showdown import (
     port_is_open,
     prepare_server_dir,
 )
+from mapleenv.showdown.package import listens_on
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -208,7 +209,7 @@ def test_watchdog_backs_off_then_gives_up_when_the_port_is_taken(tmp_path, no_ne
             taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             taken.bind(("127.0.0.1", port))
             taken.listen()
-            pool.start_watchdog(interval=0.05)  # then 0.1, 0.2, 0.4, 0.8 s between tries
+            pool.start_watchdog(interval=0.05)  # then 0.05, 0.1, 0.2, 0.4 s between tries
             assert _wait(lambda: pool.failure is not None, timeout=30)
             assert "maple-server-watchdog gave up after 5 failed restarts" in pool.failure
             assert f"port {port} on 127.0.0.1 is already in use (by pid {os.getpid()}" in (
@@ -217,6 +218,36 @@ def test_watchdog_backs_off_then_gives_up_when_the_port_is_taken(tmp_path, no_ne
             # the fifth failure ended the watch: no sixth try
             assert server.restarts == 5 and not server.is_alive()
         assert not pid_alive(pid)
+
+
+@pytest.mark.integration
+def test_a_port_taken_while_the_server_starts_is_not_taken_for_the_server(tmp_path, no_new_node):
+    """A program that binds the port between the launch's check and Node's listen accepts
+    connections too. The server is not ready then (it used to count as ready on that
+    foreign socket, and clients waited on a port nobody answered): Node's EADDRINUSE fails
+    the start and an unpinned server moves to a new port, where its own process listens."""
+    for _ in range(5):
+        server = ShowdownServer(log_dir=tmp_path, warm=False).start(wait=False)
+        port = server.port
+        taken = socket.socket()
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            taken.bind(("127.0.0.1", port))
+        except OSError:  # Node listened first (it loads for a second or more): again
+            taken.close()
+            server.stop()
+            continue
+        try:
+            taken.listen()
+            server.wait_until_ready()
+            assert server.port != port
+            assert listens_on(server.pid, server.port)
+            assert "EADDRINUSE" in (tmp_path / f"showdown-{port}.log").read_text()
+        finally:
+            taken.close()
+            server.stop()
+        return
+    pytest.fail("Node listened before the test could take its port, 5 times in a row")
 
 
 def test_a_port_that_accepts_but_never_answers_is_not_responsive():

@@ -121,6 +121,20 @@ def port_holder(port: int) -> str:
     return ""
 
 
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` or one of its children listens on TCP ``port``: a server is
+    ready when it is its own socket that accepts there, not another program's."""
+    try:
+        root = psutil.Process(pid)
+        for process in (root, *root.children(recursive=True)):
+            for conn in process.net_connections("tcp"):
+                if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                    return True
+    except psutil.Error:
+        pass
+    return False
+
+
 def configuration(host: str, port: int, secure: bool = False) -> ServerConfiguration:
     scheme = "wss" if secure else "ws"
     return ServerConfiguration(f"{scheme}://{host}:{port}/showdown/websocket", AUTH_URL)

@@ -112,10 +112,12 @@ def _stop_all() -> None:
 class Watchdog:
     """Calls ``check()`` every ``interval`` s in a daemon thread until :meth:`stop`.
 
-    ``check`` restarts dead children. When it raises, the next try waits twice as long
-    (up to ``max_backoff`` s); after ``give_up_after`` failures in a row the watch ends and
-    :attr:`failure` says why, so the owner can stop the run with one line instead of
-    retrying a restart that cannot work (a port taken by another program) forever.
+    ``check`` restarts dead children. When it raises, the next tries wait ``interval``,
+    then twice as long each time (up to ``max_backoff`` s): 1, 2, 4, 8 s by default, so a
+    watch that gives up does so within the env's 60-s wait for a battle. After
+    ``give_up_after`` failures in a row the watch ends and :attr:`failure` says why, so the
+    owner can stop the run with one line instead of retrying a restart that cannot work (a
+    port taken by another program) forever.
     """
 
     def __init__(
@@ -165,7 +167,7 @@ class Watchdog:
                     self.failure = f"{self.name} gave up after {failures} failed restarts: {exc}"
                     logger.error("%s", self.failure)
                     return
-                delay = min(self.interval * 2**failures, self.max_backoff)
+                delay = min(self.interval * 2 ** (failures - 1), self.max_backoff)
                 logger.warning(
                     "%s could not restart a child process (%d/%d; next try in %.0f s): %s",
                     self.name,

@@ -35,6 +35,7 @@ from mapleenv.showdown.package import (
     find_node,
     find_showdown,
     free_port,
+    listens_on,
     port_holder,
     port_is_open,
 )
@@ -226,7 +227,9 @@ class ShowdownServer:
                     f"Showdown exited with code {self._process.returncode} while starting on "
                     f"port {self._port}; log {self.log_path}:\n{_tail(self.log_path)}"
                 )
-            if port_is_open(self.port):
+            # Its own listener: a program that took the port after the check in _launch
+            # would accept connections too, and then Node fails with EADDRINUSE.
+            if listens_on(self._process.pid, self.port):
                 logger.info("Showdown ready on %s (pid %d)", self.url, self._process.pid)
                 return
             if self._listen_failed():  # crashguard keeps the process alive: fail fast
