@@ -142,3 +142,42 @@ def test_max_minutes_stops_the_run_anneals_by_time_and_adds_up_over_resume(
     resumed = [float(r["lr"]) for r in rows[len(lrs) :]]
     assert resumed and resumed[0] <= 3e-4 * (1 - seconds / 4.8) + 1e-9
     assert resumed[0] > resumed[-1]
+
+
+def test_the_update_uses_its_own_thread_count_and_the_rollout_gets_its_own_back(
+    tmp_path: Path,
+) -> None:
+    """The envs wait during the update, so it may use every core; the rollout, which shares
+    the CPU with them, keeps ``torch_threads``."""
+    from omegaconf import OmegaConf
+
+    from trainer.config import to_train_config
+    from trainer.train import Trainer
+
+    overrides = ["env=gym", "env.id=CartPole-v1", "env.num_envs=2", "model=mlp"]
+    overrides += ["algo.rollout_steps=8", "algo.bptt=0", "algo.epochs=1", "device=cpu"]
+    overrides += ["torch_threads=1", "torch_update_threads=2", "tensorboard=false"]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    before = torch.get_num_threads()
+    trainer = Trainer(to_train_config(cfg), tmp_path, OmegaConf.to_container(cfg))
+    seen: dict[str, list[int]] = {"collect": [], "update": []}
+    collect, update = trainer.collector.collect, trainer.learner.update
+
+    def collect_and_note(*args, **kwargs):
+        seen["collect"].append(torch.get_num_threads())
+        return collect(*args, **kwargs)
+
+    def update_and_note(*args, **kwargs):
+        seen["update"].append(torch.get_num_threads())
+        return update(*args, **kwargs)
+
+    trainer.collector.collect, trainer.learner.update = collect_and_note, update_and_note
+    try:
+        for _ in range(2):
+            trainer.train_iteration()
+        assert torch.get_num_threads() == 1
+    finally:
+        trainer.close()
+        torch.set_num_threads(before)
+    assert seen == {"collect": [1, 1], "update": [2, 2]}

@@ -263,6 +263,8 @@ class TrainConfig:
     seed: int = 1
     device: str = "auto"  # auto | cuda | mps | cpu (auto: cuda > mps > cpu)
     torch_threads: int = 0  # 0 = auto: half the CPU cores (envs need the rest), at most 8
+    # threads of the update (CPU): the envs wait meanwhile; 0 = auto: every core, at most 16
+    torch_update_threads: int = 0
     # training-time budget in minutes (resumed segments add up): the run stops at
     # total_steps or here, whichever comes first, and with algo.anneal_lr the learning rate
     # anneals by whichever is further along; None = steps only
@@ -410,6 +412,7 @@ def _check_values(cfg: TrainConfig) -> list[str]:
         (cfg.total_steps > 0, "total_steps must be > 0"),
         (cfg.max_minutes is None or cfg.max_minutes > 0, "max_minutes must be > 0 (or null)"),
         (cfg.torch_threads >= 0, "torch_threads must be >= 0"),
+        (cfg.torch_update_threads >= 0, "torch_update_threads must be >= 0"),
         (cfg.checkpoint_every >= 0, "checkpoint_every must be >= 0"),
         (cfg.log_every >= 1, "log_every must be >= 1"),
         (e.num_envs >= 1, "env.num_envs must be >= 1"),

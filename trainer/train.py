@@ -68,6 +68,14 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+def _cpu_cores() -> int:
+    """CPU cores this process may run on (its affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 2
+
+
 def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else math.nan
 
@@ -92,8 +100,11 @@ class Trainer:
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
-        threads = cfg.torch_threads or max(1, min(8, (os.cpu_count() or 2) // 2))
-        torch.set_num_threads(threads)
+        cores = _cpu_cores()
+        # the rollout shares the CPU with the envs; the update runs while they wait
+        self.rollout_threads = cfg.torch_threads or max(1, min(8, cores // 2))
+        self.update_threads = cfg.torch_update_threads or max(1, min(16, cores))
+        torch.set_num_threads(self.rollout_threads)
         self.device = resolve_device(cfg.device)
         self.bf16 = cfg.algo.bf16 and self.device.type == "cuda"
         if cfg.algo.bf16 and not self.bf16:
@@ -146,12 +157,14 @@ class Trainer:
                 self.selfplay.start(self.policy)
             n_params = sum(p.numel() for p in self.policy.parameters())
             log.info(
-                "policy: %s, obs %d, actions %d, %d parameters, %d torch thread(s)",
+                "policy: %s, obs %d, actions %d, %d parameters, torch threads %d (rollout), "
+                "%d (update)",
                 cfg.model.kind,
                 self.adapter.obs_dim,
                 self.adapter.n_actions,
                 n_params,
-                threads,
+                self.rollout_threads,
+                self.update_threads,
             )
             hidden_shape = (
                 (cfg.model.num_layers, self.policy.state_size) if self.policy.recurrent else None
@@ -261,14 +274,18 @@ class Trainer:
         self.policy.train()
         kickstart = self.kickstart_coef()
         cloning = self.global_step < algo.bc_steps
-        update = self.learner.update(
-            self.policy,
-            self.optimizer,
-            self.buffer,
-            autocast_bf16=self.bf16,
-            kickstart_coef=kickstart,
-            pg_coef=0.0 if cloning else 1.0,
-        )
+        torch.set_num_threads(self.update_threads)
+        try:
+            update = self.learner.update(
+                self.policy,
+                self.optimizer,
+                self.buffer,
+                autocast_bf16=self.bf16,
+                kickstart_coef=kickstart,
+                pg_coef=0.0 if cloning else 1.0,
+            )
+        finally:
+            torch.set_num_threads(self.rollout_threads)
         if self.adapter.has_teacher:
             update["bc"] = float(cloning)
             update["kickstart_coef"] = kickstart
