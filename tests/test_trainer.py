@@ -181,3 +181,31 @@ def test_the_update_uses_its_own_thread_count_and_the_rollout_gets_its_own_back(
         trainer.close()
         torch.set_num_threads(before)
     assert seen == {"collect": [1, 1], "update": [2, 2]}
+
+
+@pytest.mark.parametrize("saved", [True, False])
+def test_a_showdown_error_stop_says_how_to_resume_once_a_checkpoint_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture, saved: bool
+) -> None:
+    """A Showdown error (a server that refuses battles, ...) ends the run with one line; once
+    the run saved a checkpoint, the line also says where it is and how to continue."""
+    import trainer.__main__ as cli
+    import trainer.train
+    from mapleenv.showdown.package import ShowdownError
+
+    def failing_train(cfg, run_dir) -> None:
+        if saved:
+            (Path(run_dir) / "checkpoints").mkdir(parents=True)
+            (Path(run_dir) / "checkpoints" / "last.pt").write_bytes(b"")
+        raise ShowdownError("the server refused the challenge: lockdown")
+
+    monkeypatch.setattr(trainer.train, "train", failing_train)
+    monkeypatch.setattr(sys, "argv", ["trainer", "env=gym", f"hydra.run.dir={tmp_path}"])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    assert stop.value.code == 1
+    out = capfd.readouterr()  # Hydra's job logging writes to stdout
+    lines = [line for line in (out.out + out.err).splitlines() if "[ERROR]" in line]
+    assert len(lines) == 1 and "the server refused the challenge: lockdown" in lines[0]
+    hint = f"; last checkpoint: {tmp_path}/checkpoints/last.pt (continue with resume={tmp_path})"
+    assert lines[0].endswith(hint) == saved, lines

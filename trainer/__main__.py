@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 
 import trainer.config  # noqa: F401  (registers the typed schemas)
 from mapleenv.vector.ray import ShardFailedError  # plain import; Ray is imported only by shards
-from trainer.checkpoint import CheckpointError
+from trainer.checkpoint import CHECKPOINT_DIR, LAST, CheckpointError
 from trainer.config import ConfigError
 from trainer.envs import EnvPoolFailed, EnvWorkerDied, EnvWorkerStalled
 
@@ -53,20 +53,27 @@ def _hydra_main(cfg: DictConfig) -> None:
         log.error("%s", exc)
         sys.exit(2)
     except (ShardFailedError, EnvWorkerDied, EnvWorkerStalled, EnvPoolFailed) as exc:
-        log.error(
-            "%s; last checkpoint: %s/checkpoints/last.pt (continue with resume=%s)",
-            exc,
-            run_dir,
-            run_dir,
-        )
+        log.error("%s%s", exc, resume_hint(run_dir))
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
         if not _is_showdown_error(exc):
             raise
-        log.error("%s", exc)  # a server that refused the battles, no Node, ...: one line
+        # a server that refused the battles, no Node, ...: one line, and how to go on if the
+        # run had saved a checkpoint already
+        log.error("%s%s", exc, resume_hint(run_dir) if _has_checkpoint(run_dir) else "")
         sys.exit(1)
+
+
+def resume_hint(run_dir: str | Path) -> str:
+    """The end of a stop line: where the last checkpoint is and how to continue."""
+    last = Path(run_dir) / CHECKPOINT_DIR / LAST
+    return f"; last checkpoint: {last} (continue with resume={run_dir})"
+
+
+def _has_checkpoint(run_dir: str | Path) -> bool:
+    return (Path(run_dir) / CHECKPOINT_DIR / LAST).is_file()
 
 
 def _is_showdown_error(exc: BaseException) -> bool:
