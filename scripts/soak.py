@@ -5,12 +5,16 @@
     python scripts/soak.py --minutes 30 --warmup 5 -- +experiment=lstm_ppo env.backend=server
 
 Starts ``python -m trainer <overrides>`` (a real run, in a temporary run dir unless
-``hydra.run.dir=`` is given), samples the RSS of the trainer, each env worker and each
-Node process (simulator hosts or Showdown servers) every ``--interval`` seconds, stops the
-run with SIGTERM (it saves) and prints, per process, its RSS at the end of the warm-up and
-at the end and the growth in between (``growth_pct``); ``max_growth_pct`` per role is the
-number to hold under a few percent. A process started after the warm-up (a restart) is
-listed with ``new: true`` and not counted.
+``hydra.run.dir=`` is given) and, from its first logged iteration on, samples the RSS of
+the trainer, each env worker and each Node process (simulator hosts or Showdown servers)
+every ``--interval`` seconds, stops the run with SIGTERM (it saves) and prints, per
+process, its RSS right after the warm-up and at the end and the growth in between
+(``growth_pct``); ``max_growth_pct`` per role is the number to hold under a few percent.
+Each end is the median of the samples in a ``--window``-minute window (a Node heap swings
+by tens of percent between garbage collections, so one sample is noise), and
+``slope_mb_per_min`` is the least-squares trend of all samples after the warm-up;
+``series`` has every sample. A process started after the
+warm-up (a restart) is listed with ``new: true`` and not counted.
 """
 
 from __future__ import annotations
@@ -63,6 +67,45 @@ def sample(trainer: psutil.Process) -> dict[int, tuple[str, float]]:
     return out
 
 
+def logged_an_iteration(metrics: Path) -> bool:
+    """Whether ``metrics.csv`` has a row (a header and one line)."""
+    try:
+        return len(metrics.read_text().splitlines()) >= 2
+    except OSError:
+        return False
+
+
+def summarize(
+    pid: int, points: list[tuple[float, str, float]], warm_s: float, window_s: float
+) -> dict[str, object]:
+    """One process's entry: its RSS after the warm-up and at the end (window medians), the
+    growth between them, the trend and every sample."""
+    kind = points[0][1]
+    after = [(t, rss) for t, _, rss in points if t >= warm_s]
+    entry: dict[str, object] = {"pid": pid, "role": kind, "samples": len(points)}
+    if points[0][0] > warm_s or len(after) < 2:
+        entry |= {"new": True, "rss_mb_last": round(points[-1][2], 1)}
+    else:
+        first, last = after[0][0], after[-1][0]
+        base = statistics.median(r for t, r in after if t <= first + window_s)
+        end = statistics.median(r for t, r in after if t >= last - window_s)
+        times = [t for t, _ in after]
+        slope = (
+            statistics.linear_regression(times, [r for _, r in after]).slope * 60
+            if len(set(times)) > 1
+            else 0.0
+        )
+        entry |= {
+            "rss_mb_warm": round(base, 1),
+            "rss_mb_end": round(end, 1),
+            "rss_mb_peak": round(max(r for _, r in after), 1),
+            "growth_pct": round(100 * (end - base) / base, 2),
+            "slope_mb_per_min": round(slope, 3),
+        }
+    entry["series"] = [[round(t, 1), round(rss, 1)] for t, _, rss in points]
+    return entry
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -79,26 +122,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--interval", type=float, default=10.0, help="seconds between samples (default %(default)s)"
     )
+    parser.add_argument(
+        "--window",
+        type=float,
+        default=2.0,
+        help="minutes of samples whose median is each end of the growth (default %(default)s)",
+    )
     parser.add_argument("overrides", nargs="*", help="trainer overrides (after --)")
     args = parser.parse_args(argv)
     if not 0 <= args.warmup < args.minutes:
         parser.error("--warmup must be in [0, --minutes)")
+    if not 0 < args.window <= (args.minutes - args.warmup) / 2:
+        parser.error("--window must be in (0, (--minutes - --warmup) / 2]")
 
     overrides = list(args.overrides)
-    if not any(o.startswith("hydra.run.dir=") for o in overrides):
-        overrides.append(f"hydra.run.dir={tempfile.mkdtemp(prefix='maple_soak_')}")
+    given = [o.split("=", 1)[1] for o in overrides if o.startswith("hydra.run.dir=")]
+    run_dir = Path(given[-1] if given else tempfile.mkdtemp(prefix="maple_soak_"))
+    if not given:
+        overrides.append(f"hydra.run.dir={run_dir}")
     command = [sys.executable, "-m", "trainer", "tensorboard=false", *overrides]
-    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    errors = run_dir / "soak_stderr.log"  # a file, not a pipe nobody reads while it runs
+    with errors.open("wb") as err:
+        proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
     trainer = psutil.Process(proc.pid)
-    start = time.monotonic()
+
+    def ended_early() -> SystemExit:
+        tail = errors.read_text(errors="replace")[-2000:]
+        return SystemExit(f"the run ended early (code {proc.returncode}): {tail}")
+
     series: dict[int, list[tuple[float, str, float]]] = {}
     try:
+        # the clock starts when training is under way (an iteration logged): every worker
+        # and simulator exists by then, however long the start took
+        deadline = time.monotonic() + 600
+        while not logged_an_iteration(run_dir / "metrics.csv"):
+            if proc.poll() is not None:
+                raise ended_early()
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no iteration logged in {run_dir} within 600 s")
+            time.sleep(0.5)
+        start = time.monotonic()
         while (elapsed := time.monotonic() - start) < args.minutes * 60:
             if proc.poll() is not None:
-                raise SystemExit(
-                    f"the run ended early (code {proc.returncode}): "
-                    f"{proc.stderr.read().decode(errors='replace')[-2000:]}"
-                )
+                raise ended_early()
             for pid, (kind, rss) in sample(trainer).items():
                 series.setdefault(pid, []).append((elapsed, kind, rss))
             time.sleep(min(args.interval, max(args.minutes * 60 - elapsed, 0.0)))
@@ -111,31 +178,19 @@ def main(argv: list[str] | None = None) -> int:
                 proc.kill()
                 proc.wait()
 
-    warm_s = args.warmup * 60
-    processes = []
-    for pid, points in sorted(series.items()):
-        kind = points[0][1]
-        after = [(t, rss) for t, _, rss in points if t >= warm_s]
-        entry: dict[str, object] = {"pid": pid, "role": kind, "samples": len(points)}
-        if points[0][0] > warm_s or len(after) < 2:
-            entry |= {"new": True, "rss_mb_last": round(points[-1][2], 1)}
-        else:
-            base, last = after[0][1], after[-1][1]
-            entry |= {
-                "rss_mb_warm": round(base, 1),
-                "rss_mb_end": round(last, 1),
-                "rss_mb_peak": round(max(r for _, r in after), 1),
-                "growth_pct": round(100 * (last - base) / base, 2),
-            }
-        processes.append(entry)
+    processes = [
+        summarize(pid, points, args.warmup * 60, args.window * 60)
+        for pid, points in sorted(series.items())
+    ]
     roles: dict[str, dict[str, float]] = {}
     for kind in sorted({p["role"] for p in processes}):
-        growths = [p["growth_pct"] for p in processes if p["role"] == kind and "growth_pct" in p]
-        if growths:
+        counted = [p for p in processes if p["role"] == kind and "growth_pct" in p]
+        if counted:
             roles[kind] = {
-                "processes": len(growths),
-                "max_growth_pct": max(growths),
-                "median_growth_pct": statistics.median(growths),
+                "processes": len(counted),
+                "max_growth_pct": max(p["growth_pct"] for p in counted),
+                "median_growth_pct": statistics.median(p["growth_pct"] for p in counted),
+                "max_slope_mb_per_min": max(p["slope_mb_per_min"] for p in counted),
             }
     print(
         json.dumps(
@@ -144,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 "minutes": args.minutes,
                 "warmup_minutes": args.warmup,
                 "interval_s": args.interval,
+                "window_minutes": args.window,
                 "exit_code": proc.returncode,
                 "roles": roles,
                 "processes": processes,

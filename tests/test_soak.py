@@ -22,6 +22,7 @@ def test_soak_samples_every_process_and_stops_the_run_with_its_checkpoint(tmp_pa
             "--minutes", "0.5",
             "--warmup", "0.1",
             "--interval", "2",
+            "--window", "0.1",
             "--",
             "+experiment=smoke",
             "total_steps=100000000",
@@ -42,3 +43,7 @@ def test_soak_samples_every_process_and_stops_the_run_with_its_checkpoint(tmp_pa
                 rel=0.01,
                 abs=0.5,  # the MB values are rounded
             )
+            after = [rss for t, rss in process["series"] if t >= 6.0]  # after the warm-up
+            assert min(after) <= process["rss_mb_warm"] <= max(after)
+            assert min(after) <= process["rss_mb_end"] <= process["rss_mb_peak"] == max(after)
+            assert isinstance(process["slope_mb_per_min"], float)
