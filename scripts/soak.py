@@ -13,8 +13,8 @@ process, its RSS right after the warm-up and at the end and the growth in betwee
 Each end is the median of the samples in a ``--window``-minute window (a Node heap swings
 by tens of percent between garbage collections, so one sample is noise), and
 ``slope_mb_per_min`` is the least-squares trend of all samples after the warm-up;
-``series`` has every sample. A process started after the
-warm-up (a restart) is listed with ``new: true`` and not counted.
+``series`` has every sample. A process started after the warm-up (a restart) is listed
+with ``new: true`` and not counted.
 """
 
 from __future__ import annotations
