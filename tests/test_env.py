@@ -267,3 +267,40 @@ def test_teacher_action_is_the_teachers_legal_choice():
                 break
     finally:
         env.close()
+
+
+def test_finished_battles_leave_nothing_waiting_on_the_event_loop(showdown_server):
+    """A finished battle's room still sends a message or two after the env forgot the
+    battle. poke-env waited for that battle forever in a task, and every later message of
+    the room queued behind it: ~2 tasks per battle, for as long as the env lived (workers
+    grew ~0.6 MB/min on the server backend). Now those messages are dropped."""
+    import asyncio
+
+    env = PokemonEnv(server=showdown_server.url, opponent="random")
+    rng = np.random.default_rng(0)
+
+    async def pending() -> list[str]:
+        here = asyncio.current_task()
+        return [t.get_coro().__qualname__ for t in asyncio.all_tasks() if t is not here]
+
+    try:
+        for _ in range(12):
+            env.reset()
+            done = False
+            while not done:
+                action = rng.choice(np.flatnonzero(env.action_masks()))
+                _, _, terminated, truncated, _ = env.step(action)
+                done = terminated or truncated
+        backend = env._backend
+        assert isinstance(backend, ShowdownBackend)
+        # the last battle's messages may still be in flight: their handlers must end
+        deadline = time.monotonic() + 20
+        while True:
+            tasks = asyncio.run_coroutine_threadsafe(pending(), backend._loop).result(10)
+            handlers = [name for name in tasks if name.endswith("_watch_popups")]
+            if not handlers or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert not handlers, tasks
+    finally:
+        env.close()

@@ -29,6 +29,7 @@ from mapleenv.showdown.package import ShowdownError, port_is_open
 logger = logging.getLogger(__name__)
 
 _CLOSED = object()  # event payload: a player's websocket listener ended
+DONE_TAGS_KEPT = 32  # finished battles whose late room messages a player still recognizes
 
 
 class _NoOrder(BattleOrder):
@@ -71,6 +72,9 @@ class _DrivenPlayer(Player):
         self.frames: list[str] | None = [] if record else None
         self.listener: Any = None
         self.listener_task: asyncio.Task | None = None
+        # battles this player is done with, newest last: their rooms' late messages (the
+        # room closing, ...) are dropped; poke-env would wait for the battle forever
+        self._done_tags: dict[str, None] = {}
         # poke-env only logs popups; a refused challenge must reach the env's thread
         self._handle_client_message = self.ps_client._handle_message
         self.ps_client._handle_message = self._watch_popups  # type: ignore[method-assign]
@@ -118,7 +122,18 @@ class _DrivenPlayer(Player):
     def _battle_finished_callback(self, battle: AbstractBattle) -> None:
         self._events.put(_Event(self.role, battle))
 
+    def reset_battles(self) -> None:
+        """Forget the finished battles (poke-env's reset), remembering their tags."""
+        for tag in self._battles:
+            self._done_tags[tag] = None
+        while len(self._done_tags) > DONE_TAGS_KEPT:
+            del self._done_tags[next(iter(self._done_tags))]
+        super().reset_battles()
+
     async def _handle_battle_message(self, split_messages: list[list[str]]) -> None:
+        tag = split_messages[0][0][1:]
+        if tag in self._done_tags and tag not in self._battles:
+            return  # a forgotten battle's room: nothing left to update
         if self.frames is not None:
             self.frames.append("\n".join("|".join(m) for m in split_messages))
         await super()._handle_battle_message(split_messages)
