@@ -68,6 +68,16 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextlib.contextmanager
+def _torch_threads(threads: int, then: int) -> Iterator[None]:
+    """Run the block on ``threads`` torch threads, then set ``then``."""
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(then)
+
+
 def _cpu_cores() -> int:
     """CPU cores this process may run on (its affinity where the OS tells it)."""
     try:
@@ -274,8 +284,7 @@ class Trainer:
         self.policy.train()
         kickstart = self.kickstart_coef()
         cloning = self.global_step < algo.bc_steps
-        torch.set_num_threads(self.update_threads)
-        try:
+        with _torch_threads(self.update_threads, then=self.rollout_threads):
             update = self.learner.update(
                 self.policy,
                 self.optimizer,
@@ -284,8 +293,6 @@ class Trainer:
                 kickstart_coef=kickstart,
                 pg_coef=0.0 if cloning else 1.0,
             )
-        finally:
-            torch.set_num_threads(self.rollout_threads)
         if self.adapter.has_teacher:
             update["bc"] = float(cloning)
             update["kickstart_coef"] = kickstart
