@@ -62,18 +62,18 @@ def _hydra_main(cfg: DictConfig) -> None:
             raise
         # a server that refused the battles, no Node, ...: one line, and how to go on if the
         # run had saved a checkpoint already
-        log.error("%s%s", exc, resume_hint(run_dir) if _has_checkpoint(run_dir) else "")
+        saved = _last_checkpoint(run_dir).is_file()
+        log.error("%s%s", exc, resume_hint(run_dir) if saved else "")
         sys.exit(1)
 
 
 def resume_hint(run_dir: str | Path) -> str:
     """The end of a stop line: where the last checkpoint is and how to continue."""
-    last = Path(run_dir) / CHECKPOINT_DIR / LAST
-    return f"; last checkpoint: {last} (continue with resume={run_dir})"
+    return f"; last checkpoint: {_last_checkpoint(run_dir)} (continue with resume={run_dir})"
 
 
-def _has_checkpoint(run_dir: str | Path) -> bool:
-    return (Path(run_dir) / CHECKPOINT_DIR / LAST).is_file()
+def _last_checkpoint(run_dir: str | Path) -> Path:
+    return Path(run_dir) / CHECKPOINT_DIR / LAST
 
 
 def _is_showdown_error(exc: BaseException) -> bool:
