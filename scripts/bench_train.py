@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from trainer.config import to_train_config  # noqa: E402
-from trainer.train import Trainer  # noqa: E402
+from trainer.run.train import Trainer  # noqa: E402
 
 
 def env_only_sps(trainer: Trainer, vector_steps: int, rng: np.random.Generator) -> float:

@@ -130,8 +130,8 @@ def iteration_rate(run_dir: Path) -> tuple[int, float] | None:
 
 def check_checkpoint(run_dir: Path) -> dict[str, Any]:
     """Load ``last.pt`` and rebuild its policy: its global_step and iteration, or the error."""
-    from trainer.checkpoint import load_checkpoint
-    from trainer.policies import policy_from_snapshot
+    from mapleenv.policies import policy_from_snapshot
+    from trainer.run.checkpoint import load_checkpoint
 
     try:
         ckpt = load_checkpoint(run_dir)

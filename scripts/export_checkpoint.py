@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from trainer.checkpoint import load_checkpoint, save_checkpoint
+from trainer.run.checkpoint import load_checkpoint, save_checkpoint
 
 POLICY_KEYS = ("model", "policy", "config", "global_step", "iteration")
 

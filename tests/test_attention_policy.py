@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from mapleenv.encoders.rich import layout
+from mapleenv.policies.attention import N_ACTIONS
 from trainer.config import ModelConfig
-from trainer.policies.attention import N_ACTIONS
 from trainer.policy import build_policy, policy_spec
 
 ENVS, STEPS = 3, 7

@@ -19,18 +19,18 @@ from hydra import compose, initialize_config_dir
 from memory_env import MEMORY_ENV_ID, MEMORY_OVERRIDES, register_memory_env
 from omegaconf import OmegaConf
 
+from mapleenv.policies import policy_from_snapshot
 from trainer.__main__ import CONF_DIR
-from trainer.checkpoint import (
+from trainer.config import ConfigError
+from trainer.envs.vector import terminate_envs
+from trainer.run.checkpoint import (
     CheckpointError,
     load_checkpoint,
     resolve_checkpoint,
     save_checkpoint,
 )
-from trainer.config import ConfigError
-from trainer.envs import terminate_envs
-from trainer.metrics import MetricsLogger
-from trainer.policies import policy_from_snapshot
-from trainer.train import train
+from trainer.run.metrics import MetricsLogger
+from trainer.run.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ["env.num_envs=4", "algo.rollout_steps=16", "algo.epochs=1"]

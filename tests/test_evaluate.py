@@ -17,8 +17,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from omegaconf import OmegaConf
 from test_opponent_policy import write_tiny_checkpoint
 
-from trainer.config import ModelConfig
-from trainer.evaluate import (
+from trainer.apps.evaluate import (
     EvaluateConfig,
     OpponentResult,
     PeriodicEvalConfig,
@@ -28,6 +27,7 @@ from trainer.evaluate import (
     run,
     wilson_interval,
 )
+from trainer.config import ModelConfig
 from trainer.policy import build_policy
 
 ROOT = Path(__file__).resolve().parent.parent

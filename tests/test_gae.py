@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.buffer import RolloutBuffer, compute_gae
+from trainer.algos.buffer import RolloutBuffer, compute_gae
 
 R = torch.tensor([[1.0], [2.0], [3.0]])
 V = torch.tensor([[0.5], [0.4], [0.3]])

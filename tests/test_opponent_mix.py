@@ -13,8 +13,8 @@ from poke_env.player import MaxBasePowerPlayer, RandomPlayer
 from mapleenv.opponents import make_opponent
 from mapleenv.opponents.mix import (
     OpponentMix,
+    mix_members,
     mix_name,
-    opponent_names,
     opponent_spec,
     parse_mix,
     uses_self_play,
@@ -32,9 +32,9 @@ def test_parse_and_name_round_trip():
         == name
     )
     assert opponent_spec("heuristic") == "heuristic"
-    assert opponent_names(name) == ["random", "max_power", "heuristic", "self"]
-    assert opponent_names({"random": 1, "self": 0}) == ["random"]
-    assert opponent_names("max_power") == ["max_power"]
+    assert mix_members(name) == ["random", "max_power", "heuristic", "self"]
+    assert mix_members({"random": 1, "self": 0}) == ["random"]
+    assert mix_members("max_power") == ["max_power"]
     assert uses_self_play(weights) and uses_self_play("self")
     assert not uses_self_play("mix:random=1,self=0") and not uses_self_play("random")
 

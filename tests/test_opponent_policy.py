@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +14,11 @@ from mapleenv.actions import legal_actions, mask_from_legal
 from mapleenv.encoders import make_encoder
 from mapleenv.env import PokemonEnv
 from mapleenv.opponents import make_opponent
-from mapleenv.opponents.policy import FrozenPolicy, PolicyOpponent, read_snapshot
-from trainer.checkpoint import save_checkpoint
+from mapleenv.opponents.policy import FrozenPolicy, PolicyOpponent
+from mapleenv.policies import policy_from_snapshot, read_snapshot
 from trainer.config import ModelConfig
-from trainer.policies import policy_from_snapshot
 from trainer.policy import build_policy, policy_spec
+from trainer.run.checkpoint import save_checkpoint
 
 
 def write_tiny_checkpoint(path: Path, seed: int = 0, kind: str = "lstm") -> Path:
@@ -142,10 +143,17 @@ def test_bad_policy_names_fail_clearly(tmp_path, checkpoint):
     torch.save({"weights": 1}, bad)
     with pytest.raises(ValueError, match="not a Maple policy checkpoint"):
         make_opponent(f"policy:{bad}")
+
+
+def test_a_snapshot_cannot_name_code_to_import(checkpoint):
+    """Older snapshots named a ``loader`` function that was imported and called; a file
+    must not pick the code that runs, so the key is ignored: the network comes from
+    Maple's own registry and the named module is never imported."""
     snapshot = read_snapshot(checkpoint)
-    snapshot["loader"] = "nowhere.module:load"
-    with pytest.raises(ValueError, match="cannot import policy loader"):
-        FrozenPolicy.from_snapshot(snapshot)
+    snapshot["loader"] = "maple_test_never_imported:load"
+    policy = FrozenPolicy.from_snapshot(snapshot)
+    assert "maple_test_never_imported" not in sys.modules
+    assert policy.obs_dim == snapshot["policy"]["obs_dim"]
 
 
 def play_one_battle(env: PokemonEnv) -> tuple[bool, dict]:

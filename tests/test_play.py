@@ -28,9 +28,9 @@ from conftest import pid_alive
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration, ServerConfiguration
 
+from trainer.apps.live import PlayError
+from trainer.apps.play import run, validate
 from trainer.config import PlayConfig
-from trainer.live import PlayError
-from trainer.play import run, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKPOINT = ROOT / "models" / "attention_ppo_gen9random.pt"

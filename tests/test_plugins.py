@@ -18,7 +18,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 from mapleenv.vector import make_vector_env
-from trainer.checkpoint import load_checkpoint
+from trainer.run.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -90,7 +90,7 @@ def test_cli_names_a_plugin_that_cannot_be_imported(tmp_path: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_vector_env_uses_the_plugin_in_its_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the kwargs trainer.envs passes for env.plugins/opponent/encoder/reward_fn/reward
+    # the kwargs trainer.envs.vector passes for env.plugins/opponent/encoder/reward_fn/reward
     monkeypatch.syspath_prepend(str(EXAMPLES))  # spawned workers get the parent's sys.path
     envs = make_vector_env(
         1,

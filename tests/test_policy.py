@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mapleenv.policies.recurrent import run_lstm
 from trainer.config import ModelConfig
 from trainer.policy import build_policy, log_prob_entropy, mask_logits, sample_actions
-from trainer.recurrent import run_lstm
 
 OBS, ACTIONS, ENVS = 6, 5, 4
 

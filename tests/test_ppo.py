@@ -6,12 +6,12 @@ import pytest
 import torch
 from memory_env import memory_vector_env
 
-from trainer.buffer import RolloutBuffer
+from trainer.algos.buffer import RolloutBuffer
+from trainer.algos.ppo import evaluate_chunks, ppo_update
 from trainer.config import ModelConfig, PPOConfig
+from trainer.envs.spaces import ObsAdapter
 from trainer.policy import build_policy
-from trainer.ppo import evaluate_chunks, ppo_update
-from trainer.rollout import RolloutCollector
-from trainer.spaces import ObsAdapter
+from trainer.run.rollout import RolloutCollector
 
 CPU = torch.device("cpu")
 

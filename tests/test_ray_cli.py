@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from trainer.checkpoint import CHECKPOINT_DIR, LAST, load_checkpoint  # noqa: E402
+from trainer.run.checkpoint import CHECKPOINT_DIR, LAST, load_checkpoint  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(300)]
 

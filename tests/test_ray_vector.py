@@ -19,9 +19,9 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from mapleenv.vector.ray import RayVectorEnv, ShardFailedError  # noqa: E402
-from trainer.checkpoint import CHECKPOINT_DIR, LAST, load_checkpoint  # noqa: E402
 from trainer.config import to_train_config  # noqa: E402
-from trainer.train import Trainer  # noqa: E402
+from trainer.run.checkpoint import CHECKPOINT_DIR, LAST, load_checkpoint  # noqa: E402
+from trainer.run.train import Trainer  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(300)]
 

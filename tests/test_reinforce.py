@@ -12,13 +12,13 @@ import torch
 from hydra import compose, initialize_config_dir
 from memory_env import MEMORY_ENV_ID
 
+from mapleenv.policies import build_policy
 from trainer.__main__ import CONF_DIR
-from trainer.buffer import RolloutBuffer
+from trainer.algos.buffer import RolloutBuffer
+from trainer.algos.episode_batch import EpisodeCarry
+from trainer.algos.reinforce import discounted_returns, reinforce_losses, replay_episodes
 from trainer.config import ModelConfig, ReinforceConfig
-from trainer.episode_batch import EpisodeCarry
-from trainer.policies import build_policy
-from trainer.reinforce import discounted_returns, reinforce_losses, replay_episodes
-from trainer.train import train
+from trainer.run.train import train
 
 REINFORCE_MEMORY = [
     "+experiment=lstm_reinforce",

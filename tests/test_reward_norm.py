@@ -11,10 +11,10 @@ from memory_env import MEMORY_OVERRIDES
 from omegaconf import OmegaConf
 
 from trainer.__main__ import CONF_DIR
-from trainer.checkpoint import load_checkpoint
+from trainer.algos.reward_norm import RewardNormalizer
 from trainer.config import to_train_config
-from trainer.reward_norm import RewardNormalizer
-from trainer.train import Trainer, train
+from trainer.run.checkpoint import load_checkpoint
+from trainer.run.train import Trainer, train
 
 
 def test_rewards_are_divided_by_the_std_of_each_streams_discounted_return() -> None:

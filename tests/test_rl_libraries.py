@@ -108,7 +108,7 @@ def test_vector_env_action_masks_match_the_observations():
 def test_trainer_envs_raise_on_illegal_actions():
     """The trainer's envs keep ``on_illegal="raise"`` (a masked sampler never picks one)."""
     from trainer.config import ShowdownEnvConfig
-    from trainer.envs import make_envs
+    from trainer.envs.vector import make_envs
 
     envs = make_envs(ShowdownEnvConfig(num_envs=1, backend="direct", sim_hosts=0))
     try:

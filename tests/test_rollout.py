@@ -8,11 +8,11 @@ import pytest
 import torch
 from memory_env import MemoryEnv, memory_vector_env
 
-from trainer.buffer import RolloutBuffer
+from trainer.algos.buffer import RolloutBuffer
 from trainer.config import ModelConfig
+from trainer.envs.spaces import ObsAdapter
 from trainer.policy import build_policy
-from trainer.rollout import RolloutCollector
-from trainer.spaces import ObsAdapter
+from trainer.run.rollout import RolloutCollector
 
 CPU = torch.device("cpu")
 

@@ -16,13 +16,13 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from mapleenv.policies import build_policy, policy_from_snapshot
 from trainer.__main__ import CONF_DIR
-from trainer.checkpoint import load_checkpoint
 from trainer.config import ModelConfig, SelfPlayConfig, to_train_config
-from trainer.episodes import OpponentStats, opponent_win_rates, win_rate_columns
-from trainer.policies import build_policy, policy_from_snapshot
-from trainer.selfplay import PromotionGate, SelfPlay, SnapshotPool, make_snapshot
-from trainer.train import Trainer
+from trainer.envs.episodes import OpponentStats, opponent_win_rates, win_rate_columns
+from trainer.run.checkpoint import load_checkpoint
+from trainer.run.selfplay import PromotionGate, SelfPlay, SnapshotPool, make_snapshot
+from trainer.run.train import Trainer
 
 OBS_DIM, N_ACTIONS = 116, 26  # SimpleEncoder, gen 9
 
@@ -213,7 +213,7 @@ class PoolEcho:
 
 
 def test_gated_self_play_promotes_only_past_the_threshold_and_keeps_its_window(caplog):
-    caplog.set_level(logging.INFO, logger="trainer.selfplay")
+    caplog.set_level(logging.INFO, logger="trainer.run.selfplay")
     cfg = SelfPlayConfig(promote_win_rate=0.75, promote_window=4, pool_size=3)
     selfplay = SelfPlay(cfg, PoolEcho(), "simple")
     policy = tiny_policy()

@@ -22,9 +22,9 @@ from mapleenv.env import PokemonEnv
 from mapleenv.showdown.teams import Team, TeamPool, load_teams, read_teams
 from mapleenv.vector.local import make_vector_env
 from trainer.__main__ import CONF_DIR
-from trainer.checkpoint import load_checkpoint, save_checkpoint
+from trainer.apps.evaluate import EvaluateConfig, run
 from trainer.config import ConfigError, to_train_config
-from trainer.evaluate import EvaluateConfig, run
+from trainer.run.checkpoint import load_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 TEAMS = ROOT / "teams" / "gen9ou"

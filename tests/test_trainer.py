@@ -13,9 +13,9 @@ from hydra import compose, initialize_config_dir
 from memory_env import MEMORY_OVERRIDES, register_memory_env
 
 from trainer.__main__ import CONF_DIR
-from trainer.device import resolve_device
-from trainer.metrics import COLUMNS
-from trainer.train import train
+from trainer.run.device import resolve_device
+from trainer.run.metrics import COLUMNS
+from trainer.run.train import train
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,7 +105,7 @@ def test_unregistered_gym_id_fails_clearly(tmp_path: Path) -> None:
 def test_max_minutes_stops_the_run_anneals_by_time_and_adds_up_over_resume(
     tmp_path: Path,
 ) -> None:
-    from trainer.checkpoint import load_checkpoint
+    from trainer.run.checkpoint import load_checkpoint
 
     common = [
         "env=gym",
@@ -152,7 +152,7 @@ def test_the_update_uses_its_own_thread_count_and_the_rollout_gets_its_own_back(
     from omegaconf import OmegaConf
 
     from trainer.config import to_train_config
-    from trainer.train import Trainer
+    from trainer.run.train import Trainer
 
     overrides = ["env=gym", "env.id=CartPole-v1", "env.num_envs=2", "model=mlp"]
     overrides += ["algo.rollout_steps=8", "algo.bptt=0", "algo.epochs=1", "device=cpu"]
@@ -190,7 +190,7 @@ def test_a_showdown_error_stop_says_how_to_resume_once_a_checkpoint_exists(
     """A Showdown error (a server that refuses battles, ...) ends the run with one line; once
     the run saved a checkpoint, the line also says where it is and how to continue."""
     import trainer.__main__ as cli
-    import trainer.train
+    import trainer.run.train
     from mapleenv.showdown.package import ShowdownError
 
     def failing_train(cfg, run_dir) -> None:
@@ -199,7 +199,7 @@ def test_a_showdown_error_stop_says_how_to_resume_once_a_checkpoint_exists(
             (Path(run_dir) / "checkpoints" / "last.pt").write_bytes(b"")
         raise ShowdownError("the server refused the challenge: lockdown")
 
-    monkeypatch.setattr(trainer.train, "train", failing_train)
+    monkeypatch.setattr(trainer.run.train, "train", failing_train)
     monkeypatch.setattr(sys, "argv", ["trainer", "env=gym", f"hydra.run.dir={tmp_path}"])
     with pytest.raises(SystemExit) as stop:
         cli.main()

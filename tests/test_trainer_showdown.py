@@ -12,8 +12,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from trainer.checkpoint import load_checkpoint
-from trainer.policies import policy_from_snapshot
+from mapleenv.policies import policy_from_snapshot
+from trainer.run.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 

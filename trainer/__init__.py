@@ -1,3 +1,3 @@
 """Maple learning side: policies, rollout storage, sequence PPO, training loop."""
 
-import trainer.hydra_resolvers  # noqa: F401  (conf/config.yaml's resolvers, in every process)
+import trainer.resolvers  # noqa: F401  (conf/config.yaml's resolvers, in every process)

@@ -13,10 +13,10 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import trainer.config  # noqa: F401  (registers the typed schemas)
-from mapleenv.vector.ray import ShardFailedError  # plain import; Ray is imported only by shards
-from trainer.checkpoint import CHECKPOINT_DIR, LAST, CheckpointError
+from mapleenv.vector import ShardFailedError  # plain import; Ray is imported only by shards
 from trainer.config import ConfigError
-from trainer.envs import EnvPoolFailed, EnvWorkerDied, EnvWorkerStalled
+from trainer.envs.vector import EnvPoolFailed, EnvWorkerDied, EnvWorkerStalled
+from trainer.run.checkpoint import CHECKPOINT_DIR, LAST, CheckpointError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 log = logging.getLogger("trainer")
@@ -42,7 +42,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def _hydra_main(cfg: DictConfig) -> None:
-    from trainer.train import train
+    from trainer.run.train import train
 
     run_dir = HydraConfig.get().runtime.output_dir
     signal.signal(signal.SIGINT, _interrupt)

@@ -1,7 +1,7 @@
-"""Compatibility module: ``trainer.policy.build_policy`` (DESIGN.md contract 7) and friends
-now live in :mod:`trainer.policies`."""
+"""``trainer.policy.build_policy`` (the Python API scripts outside the repo import) and
+friends: the networks live in :mod:`mapleenv.policies`."""
 
-from trainer.policies import (
+from mapleenv.policies import (
     ActorCritic,
     build_policy,
     log_prob_entropy,

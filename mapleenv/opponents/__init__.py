@@ -37,6 +37,26 @@ BASELINES: dict[str, type[Player]] = {
     "heuristic": SimpleHeuristicsPlayer,
 }
 
+# The rest of the package's face, imported on first use (mix and policy register
+# themselves here, so an eager import would be a cycle; policy needs torch).
+_LAZY = {
+    "OpponentMix": "mapleenv.opponents.mix",
+    "mix_members": "mapleenv.opponents.mix",
+    "opponent_spec": "mapleenv.opponents.mix",
+    "parse_mix": "mapleenv.opponents.mix",
+    "uses_self_play": "mapleenv.opponents.mix",
+    "FrozenPolicy": "mapleenv.opponents.policy",
+    "PolicyOpponent": "mapleenv.opponents.policy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mapleenv.opponents' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 OpponentFactory = Callable[..., Player]
 """``factory(argument: str, *, battle_format: str, seed: int | None, **kwargs) -> Player``."""
 

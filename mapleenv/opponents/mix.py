@@ -86,7 +86,7 @@ def opponent_spec(value: str | Mapping[str, Any]) -> str:
     raise TypeError(f"opponent must be a name or a mapping of weights, not {value!r}")
 
 
-def opponent_names(value: str | Mapping[str, Any]) -> list[str]:
+def mix_members(value: str | Mapping[str, Any]) -> list[str]:
     """The names ``info["opponent"]`` can take for ``value`` (mix members, in order)."""
     spec = opponent_spec(value)
     if spec.startswith(MIX_PREFIX):
@@ -96,7 +96,7 @@ def opponent_names(value: str | Mapping[str, Any]) -> list[str]:
 
 def uses_self_play(value: str | Mapping[str, Any]) -> bool:
     """Whether ``value`` plays self-play snapshots (``self`` or a mix with ``self``)."""
-    return SELF in opponent_names(value)
+    return SELF in mix_members(value)
 
 
 class OpponentMix(Player):

@@ -8,22 +8,11 @@ its own recurrent state ``[layers, 1, hidden]`` per battle, zeroed at the battle
 decision. It samples its actions from the policy (as in training) or plays greedily
 (argmax).
 
-Networks are rebuilt from a *snapshot*: a mapping with
+Networks are rebuilt from a *snapshot* (:mod:`mapleenv.policies.snapshot`: the spec, the
+weights, the encoder name, an optional pool ``id``) through Maple's own policy registry;
+nothing in a snapshot names code to import.
 
-* ``policy`` -- the spec the loader needs (Maple: ``obs_dim``, ``n_actions``, ``model``);
-* ``model`` -- the state dict (torch tensors or NumPy arrays);
-* ``loader`` (optional) -- ``"module:function"``, called as ``loader(snapshot)`` and
-  returning a module with the stateless policy signature ``forward(obs, action_mask,
-  hidden, episode_start) -> (logits, value, new_hidden)`` and ``initial_state(batch)``.
-  Default :data:`DEFAULT_LOADER` (Maple's trainer). ``mapleenv`` imports no trainer
-  code itself: the loader is resolved by name with :mod:`importlib`, in the worker;
-* ``encoder`` (optional) -- the encoder name; else ``config.env.encoder``; else
-  ``"simple"``;
-* ``id`` (optional) -- an integer naming the snapshot in a self-play pool;
-* ``config.env.plugins`` (optional) -- modules imported before the encoder is built (a
-  policy trained with a plugin's encoder, ``docs/extending.md``).
-
-A Maple checkpoint file (``trainer.checkpoint``) is such a mapping. Names (registered
+A Maple checkpoint file is such a mapping. Names (registered
 with :func:`mapleenv.opponents.register_opponent`):
 
 * ``policy:<checkpoint>`` -- the checkpoint's policy, sampling its actions;
@@ -38,12 +27,10 @@ Factories call ``torch.set_num_threads(1)``: workers share the CPU with the simu
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,49 +46,7 @@ from mapleenv.plugins import import_plugins
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LOADER = "trainer.policies:policy_from_snapshot"
 _MAX_TRACKED_BATTLES = 16
-
-
-def resolve_loader(name: str) -> Callable[[Mapping[str, Any]], Any]:
-    """The function named ``"package.module:function"``."""
-    module, sep, attr = name.partition(":")
-    if not sep or not module or not attr:
-        raise ValueError(f"policy loader must be 'module:function', got {name!r}")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import policy loader {name!r}: {exc}") from exc
-
-
-def read_snapshot(path: str | Path) -> dict[str, Any]:
-    """Load a checkpoint file as a snapshot (on CPU); clear errors for a bad path/file."""
-    import torch
-
-    path = Path(path).expanduser()
-    if path.is_dir():  # a run dir: its last checkpoint
-        path = path / "checkpoints" / "last.pt"
-    if not path.is_file():
-        raise FileNotFoundError(f"policy checkpoint not found: {path}")
-    # Maple checkpoints hold RNG states (NumPy objects): the full unpickler is needed.
-    snapshot = torch.load(path, map_location="cpu", weights_only=False)
-    if not isinstance(snapshot, Mapping) or "model" not in snapshot or "policy" not in snapshot:
-        raise ValueError(f"{path} is not a Maple policy checkpoint (needs 'policy' and 'model')")
-    return dict(snapshot)
-
-
-def snapshot_plugins(snapshot: Mapping[str, Any]) -> list[str]:
-    """The plugin modules of the run a snapshot comes from (``config.env.plugins``)."""
-    env = (snapshot.get("config") or {}).get("env") or {}
-    return [str(module) for module in env.get("plugins") or ()]
-
-
-def snapshot_encoder(snapshot: Mapping[str, Any]) -> str:
-    """The encoder name a snapshot's policy was trained with."""
-    if snapshot.get("encoder"):
-        return str(snapshot["encoder"])
-    env = (snapshot.get("config") or {}).get("env") or {}
-    return str(env.get("encoder") or "simple")
 
 
 @dataclass
@@ -119,9 +64,10 @@ class FrozenPolicy:
     def from_snapshot(cls, snapshot: Mapping[str, Any]) -> FrozenPolicy:
         import torch
 
+        from mapleenv.policies import policy_from_snapshot, snapshot_encoder, snapshot_plugins
+
         import_plugins(snapshot_plugins(snapshot))  # the encoder may come from one
-        loader = resolve_loader(str(snapshot.get("loader") or DEFAULT_LOADER))
-        network = loader(snapshot).to("cpu").eval()
+        network = policy_from_snapshot(snapshot)
         spec = snapshot["policy"]
         with torch.no_grad():
             checksum = float(sum(p.double().abs().sum() for p in network.parameters()))
@@ -289,6 +235,8 @@ def _policy_factory(sample: bool) -> Callable[..., PolicyOpponent]:
         if not argument:
             raise ValueError("policy opponents need a checkpoint: 'policy:<path>'")
         _set_worker_threads()
+        from mapleenv.policies import read_snapshot
+
         policy = FrozenPolicy.from_snapshot(read_snapshot(argument))
         prefix = "policy" if sample else "policy_greedy"
         return PolicyOpponent(

@@ -2,6 +2,7 @@
 process supervisor, and managed servers (:class:`ShowdownServer`, :class:`ServerPool`)."""
 
 from mapleenv.showdown.config import DEFAULT_CONFIG, prepare_server_dir, render_config
+from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import (
     HOST,
     SETUP_HINT,
@@ -16,22 +17,27 @@ from mapleenv.showdown.package import (
     port_is_open,
 )
 from mapleenv.showdown.server import ServerPool, ShowdownServer
+from mapleenv.showdown.teams import TeamPool, read_teams, team_pool
 
 __all__ = [
     "DEFAULT_CONFIG",
     "HOST",
     "SETUP_HINT",
+    "TeamPool",
     "NodeNotFoundError",
     "ServerPool",
     "ServerStartError",
     "ShowdownError",
     "ShowdownNotInstalledError",
     "ShowdownServer",
+    "check_format",
     "external_server",
     "find_node",
     "find_showdown",
     "free_port",
     "port_is_open",
     "prepare_server_dir",
+    "read_teams",
     "render_config",
+    "team_pool",
 ]

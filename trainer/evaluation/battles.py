@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.episodes import finished_values
+from mapleenv.policies import sample_actions
+from trainer.envs.episodes import finished_values
+from trainer.envs.spaces import ObsAdapter
 from trainer.evaluation.stats import OpponentResult
-from trainer.policies import sample_actions
-from trainer.spaces import ObsAdapter
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +110,9 @@ def evaluate_policy(
     worker (``docs/extending.md``).
     """
     from mapleenv import make_vector_env
-    from mapleenv.opponents.mix import uses_self_play
+    from mapleenv.opponents import uses_self_play
     from mapleenv.plugins import import_plugins
-    from mapleenv.showdown import ServerPool
-    from mapleenv.showdown.teams import read_teams
+    from mapleenv.showdown import ServerPool, read_teams
     from mapleenv.vector import default_backend
 
     if battles < 1:

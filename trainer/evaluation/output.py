@@ -1,4 +1,4 @@
-"""Evaluation output: the rich table and the JSON document (DESIGN.md contract 5)."""
+"""Evaluation output: the rich table and the JSON document (its format: docs/evaluation.md)."""
 
 from __future__ import annotations
 

@@ -4,10 +4,10 @@ The opponent ``self`` (alone or in a mix, see :mod:`mapleenv.opponents.mix`) is 
 :class:`mapleenv.opponents.policy.PolicyOpponent` in every env worker that plays one
 snapshot of the pool per battle, on CPU, with its own recurrent state. The trainer side:
 
-* :func:`make_snapshot` -- the policy's spec and weights as NumPy arrays (what crosses
-  the worker pipes), its encoder name, an ``id`` and the ``loader`` that rebuilds it
-  (:func:`policy_from_snapshot`, resolved by name in the worker: ``mapleenv`` never
-  imports ``trainer``).
+* :func:`~mapleenv.policies.make_snapshot` -- the policy's spec and weights as NumPy
+  arrays (what crosses the worker pipes), its encoder name and an ``id``; the worker
+  rebuilds it with :func:`~mapleenv.policies.policy_from_snapshot` (the snapshot format
+  lives on the env side, :mod:`mapleenv.policies.snapshot`).
 * :class:`SnapshotPool` -- the last ``pool_size`` snapshots plus, optionally, an archive
   of older ones (every ``archive_every``-th snapshot, at most ``archive_size``).
 * :class:`SelfPlay` -- pushes the initial pool when training starts and then new snapshots,
@@ -19,7 +19,7 @@ snapshot of the pool per battle, on CPU, with its own recurrent state. The train
   :meth:`SelfPlay.state_dict` goes into the checkpoint, so ``resume`` keeps the pool and the
   gate's window.
 
-Per-opponent win rates come from :class:`trainer.episodes.OpponentStats`.
+Per-opponent win rates come from :class:`trainer.envs.episodes.OpponentStats`.
 """
 
 from __future__ import annotations
@@ -32,35 +32,13 @@ from typing import Any
 
 import torch
 
+from mapleenv.policies import make_snapshot, policy_from_snapshot
 from trainer.config import SelfPlayConfig
-from trainer.episodes import plain
-from trainer.policies import policy_from_snapshot, policy_spec
+from trainer.envs.episodes import plain
 
 log = logging.getLogger(__name__)
 
-# Snapshots name the function that rebuilds them (resolved by name in the env workers).
-# ``trainer.selfplay:policy_from_snapshot`` (older snapshots) still resolves: re-exported here.
-LOADER = "trainer.policies:policy_from_snapshot"
-
-__all__ = [
-    "LOADER",
-    "PromotionGate",
-    "SelfPlay",
-    "SnapshotPool",
-    "make_snapshot",
-    "policy_from_snapshot",
-]
-
-
-def make_snapshot(policy: torch.nn.Module, encoder: str, snapshot_id: int) -> dict[str, Any]:
-    """A picklable snapshot of ``policy`` (NumPy weights on CPU)."""
-    return {
-        "id": int(snapshot_id),
-        "loader": LOADER,
-        "encoder": encoder,
-        "policy": policy_spec(policy),  # type: ignore[arg-type]
-        "model": {k: v.detach().cpu().numpy().copy() for k, v in policy.state_dict().items()},
-    }
+__all__ = ["PromotionGate", "SelfPlay", "SnapshotPool", "make_snapshot", "policy_from_snapshot"]
 
 
 class SnapshotPool:
@@ -157,7 +135,7 @@ class SelfPlay:
     @classmethod
     def for_env(cls, cfg: SelfPlayConfig, env_cfg: Any, envs: Any) -> SelfPlay | None:
         """A ``SelfPlay`` if ``env_cfg.opponent`` uses ``self``, else ``None``."""
-        from mapleenv.opponents.mix import uses_self_play
+        from mapleenv.opponents import uses_self_play
 
         opponent = getattr(env_cfg, "opponent", None)
         if opponent is None or not uses_self_play(plain(opponent)):

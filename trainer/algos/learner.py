@@ -1,7 +1,7 @@
 """The learning algorithms ``algo.name`` picks: each turns one collected rollout into an update.
 
-The training loop (:mod:`trainer.train`) is the same for all of them: collect a rollout into
-a :class:`trainer.buffer.RolloutBuffer`, then ``learner.update(...)``. A new algorithm is a
+The training loop (:mod:`trainer.run.train`) is the same for all of them: collect a rollout into
+a :class:`trainer.algos.buffer.RolloutBuffer`, then ``learner.update(...)``. A new algorithm is a
 config schema in :mod:`trainer.config`, a learner class here and one :data:`ALGORITHMS` entry.
 """
 
@@ -11,11 +11,11 @@ from typing import Any, Protocol
 
 import torch
 
-from trainer.buffer import RolloutBuffer
+from trainer.algos.buffer import RolloutBuffer
+from trainer.algos.episode_batch import EpisodeCarry
+from trainer.algos.ppo import ppo_update
+from trainer.algos.reinforce import reinforce_update
 from trainer.config import AlgoConfig, AlgoName, PPOConfig, ReinforceConfig
-from trainer.episode_batch import EpisodeCarry
-from trainer.ppo import ppo_update
-from trainer.reinforce import reinforce_update
 
 
 class Learner(Protocol):
@@ -31,7 +31,7 @@ class Learner(Protocol):
 
 
 class PPOLearner:
-    """GAE over the rollout, then sequence PPO on its BPTT chunks (:mod:`trainer.ppo`)."""
+    """GAE over the rollout, then sequence PPO on its BPTT chunks (:mod:`trainer.algos.ppo`)."""
 
     columns: tuple[str, ...] = ()
 
@@ -51,7 +51,7 @@ class PPOLearner:
 
 class ReinforceLearner:
     """REINFORCE on the episodes that ended in the rollout; unfinished ones are carried over
-    to the next (:mod:`trainer.episode_batch`, :mod:`trainer.reinforce`)."""
+    to the next (:mod:`trainer.algos.episode_batch`, :mod:`trainer.algos.reinforce`)."""
 
     columns: tuple[str, ...] = ("episodes_trained", "carried_steps")
 

@@ -1,6 +1,6 @@
 """Sequence REINFORCE: the pure loss (:func:`reinforce_losses`) and the update on episodes.
 
-Williams' (1992) policy gradient on complete episodes (:class:`trainer.episode_batch.
+Williams' (1992) policy gradient on complete episodes (:class:`trainer.algos.episode_batch.
 EpisodeBatch`): Monte-Carlo returns ``G_t = r_t + gamma * G_{t+1}`` (a time-limit truncation
 bootstraps from ``V(final obs)`` when there is a learned baseline), the loss
 ``-log pi(a_t) * A_t`` with ``A_t = G_t - V(s_t)`` (``algo.baseline``) or ``G_t``, an entropy
@@ -17,11 +17,10 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from mapleenv.policies import Hidden, log_prob_entropy
+from trainer.algos.episode_batch import EpisodeBatch
+from trainer.algos.kickstart import kickstart_terms, teacher_log_prob
 from trainer.config import ReinforceConfig
-from trainer.episode_batch import EpisodeBatch
-from trainer.kickstart import kickstart_terms, teacher_log_prob
-from trainer.policies import log_prob_entropy
-from trainer.recurrent import Hidden
 
 
 def discounted_returns(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from trainer.policies import log_prob_entropy
+from mapleenv.policies import log_prob_entropy
 
 
 def teacher_log_prob(

@@ -4,7 +4,7 @@ The collector owns the state ``(h, c)`` ``[layers, N, state]`` on the device; th
 zeroes it for envs whose ``episode_start`` is set. Each step makes one batched forward,
 sends the observations to the device once and brings only the actions back.
 
-The envs must autoreset in the ``SAME_STEP`` mode (what :mod:`trainer.envs` builds): the obs
+The envs must autoreset in the ``SAME_STEP`` mode (what :mod:`trainer.envs.vector` builds): the obs
 after a done is already the reset obs; a truncated episode bootstraps from ``V(final_obs)``
 evaluated with the state *after* the final step (one extra batched forward of the truncated
 envs only).
@@ -21,11 +21,11 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from trainer.buffer import RolloutBuffer
-from trainer.envs import autoreset_mode
-from trainer.episodes import finished_values
+from trainer.algos.buffer import RolloutBuffer
+from trainer.envs.episodes import finished_values
+from trainer.envs.spaces import ObsAdapter
+from trainer.envs.vector import autoreset_mode
 from trainer.policy import ActorCritic, sample_actions
-from trainer.spaces import ObsAdapter
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class RolloutCollector:
         seed: int | None = None,
         reward_transform: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     ) -> None:
-        """``reward_transform(rewards, done)`` (e.g. :class:`trainer.reward_norm.
+        """``reward_transform(rewards, done)`` (e.g. :class:`trainer.algos.reward_norm.
         RewardNormalizer`) maps the rewards stored for learning; episode statistics keep
         the env's own rewards."""
         self.envs, self.policy, self.adapter, self.device = envs, policy, adapter, device

@@ -17,7 +17,7 @@ def run_dir(resume: str | None, new_run_dir: str) -> str:
     stops there with one line saying why."""
     if not resume:
         return new_run_dir
-    from trainer.checkpoint import resolve_checkpoint, run_dir_of  # torch: only when resuming
+    from trainer.run.checkpoint import resolve_checkpoint, run_dir_of  # torch: only when resuming
 
     try:
         return str(run_dir_of(resolve_checkpoint(resume)))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from trainer.buffer import RolloutBuffer
+from trainer.algos.buffer import RolloutBuffer
 
 # per-step fields carried over, in RolloutBuffer attribute names
 _FIELDS = ("obs", "action_mask", "actions", "teacher_actions", "final_values")

@@ -16,10 +16,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from mapleenv.encoders.rich import layout
-from trainer.config import ModelConfig
-from trainer.policies.base import StatelessPolicy
-from trainer.policies.masking import mask_logits
-from trainer.recurrent import Hidden, run_lstm, zero_state
+from mapleenv.policies.base import StatelessPolicy
+from mapleenv.policies.config import ModelConfig
+from mapleenv.policies.masking import mask_logits
+from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
 
 N_ACTIONS = 26  # poke-env SinglesEnv: 6 switches, then 5 forms x 4 move slots
 MOVE_FORMS = 5  # plain, mega, z-move, dynamax, tera: action 6 + 4 * form + slot

@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainer.recurrent import Hidden
+from mapleenv.policies.recurrent import Hidden
 
 
 class StatelessPolicy(nn.Module):
-    """Base of Maple's policies (DESIGN.md contract 6): ``forward(obs, action_mask, hidden,
+    """Base of Maple's stateless policies: ``forward(obs, action_mask, hidden,
     episode_start) -> (logits, value, new_hidden)`` takes one step (``obs [B, D]``,
     ``episode_start [B]``) or a sequence (``obs [T, B, D]``, ``episode_start [T, B]``);
     subclasses implement the sequence form, :meth:`forward_sequence`."""

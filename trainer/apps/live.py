@@ -40,7 +40,7 @@ def _make_player_class() -> type:
     from poke_env.battle.abstract_battle import AbstractBattle
     from poke_env.player.battle_order import BattleOrder
 
-    from mapleenv.opponents.policy import PolicyOpponent
+    from mapleenv.opponents import PolicyOpponent
 
     class LivePolicyPlayer(PolicyOpponent):
         """A frozen Maple policy as a listening poke-env player (see module docs)."""
@@ -87,8 +87,8 @@ def build_player(
     """The listening policy player for ``checkpoint`` (connecting and logging in)."""
     from poke_env.ps_client import AccountConfiguration
 
-    from mapleenv.opponents.policy import FrozenPolicy
-    from mapleenv.showdown.teams import team_pool
+    from mapleenv.opponents import FrozenPolicy
+    from mapleenv.showdown import team_pool
 
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
     battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"

@@ -185,7 +185,7 @@ def _make_showdown(
     make_vector_env = getattr(mapleenv, "make_vector_env", None)
     if make_vector_env is None:
         raise RuntimeError("mapleenv.make_vector_env is missing (mapleenv not built yet?)")
-    from mapleenv.opponents.mix import opponent_spec
+    from mapleenv.opponents import opponent_spec
     from mapleenv.plugins import import_plugins
     from mapleenv.vector import default_backend
 
@@ -226,7 +226,7 @@ def _make_showdown(
         cfg.opponent,
     )
     if cfg.vectorization == "ray":
-        from mapleenv.vector.ray import make_ray_vector_env
+        from mapleenv.vector import make_ray_vector_env
 
         if cfg.sim_hosts is None:  # one host per shard CPU, not per core of the node
             kwargs["sim_hosts"] = max(1, round(cfg.ray.cpus_per_shard))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from trainer.recurrent import Hidden
+from mapleenv.policies import Hidden
 
 
 def compute_gae(

@@ -40,11 +40,11 @@ def plain(value: Any) -> Any:
 def win_rate_columns(opponent: Any) -> list[str]:
     """``win_rate/<name>`` metrics columns for ``env.opponent`` (a name or a mix; ``None``
     for envs without opponents: no columns)."""
-    from mapleenv.opponents.mix import opponent_names
+    from mapleenv.opponents import mix_members
 
     if opponent is None:
         return []
-    return [f"win_rate/{name}" for name in opponent_names(plain(opponent))]
+    return [f"win_rate/{name}" for name in mix_members(plain(opponent))]
 
 
 def opponent_win_rates(

@@ -20,10 +20,10 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from trainer.buffer import ChunkBatch
+from mapleenv.policies import ActorCritic, log_prob_entropy
+from trainer.algos.buffer import ChunkBatch
+from trainer.algos.kickstart import kickstart_terms, teacher_log_prob
 from trainer.config import PPOConfig
-from trainer.kickstart import kickstart_terms, teacher_log_prob
-from trainer.policies import ActorCritic, log_prob_entropy
 
 
 @dataclass

@@ -5,7 +5,7 @@ value, new_hidden)``, in a step form (``obs [B, D]``, ``episode_start [B]``) and
 form (``obs [T, B, D]``, ``episode_start [T, B]``). The caller owns the recurrent state: a
 tuple ``(h, c)`` of ``[layers, B, state]`` tensors for the LSTM, ``()`` for the MLP. The state
 of an env is zeroed before a step whose ``episode_start`` is set, and inside a sequence the
-state never crosses an episode start (see :mod:`trainer.recurrent`).
+state never crosses an episode start (see :mod:`mapleenv.policies.recurrent`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import math
 import torch
 from torch import nn
 
-from trainer.config import ModelConfig
-from trainer.policies.base import StatelessPolicy
-from trainer.policies.masking import mask_logits
-from trainer.recurrent import Hidden, run_lstm, zero_state
+from mapleenv.policies.base import StatelessPolicy
+from mapleenv.policies.config import ModelConfig
+from mapleenv.policies.masking import mask_logits
+from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 

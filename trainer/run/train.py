@@ -19,9 +19,22 @@ import torch
 from gymnasium.vector import VectorEnv
 from omegaconf import DictConfig, OmegaConf
 
+from mapleenv.policies import build_policy, policy_spec
 from trainer.algos import make_learner
-from trainer.buffer import RolloutBuffer
-from trainer.checkpoint import (
+from trainer.algos.buffer import RolloutBuffer
+from trainer.algos.reward_norm import RewardNormalizer
+from trainer.config import ConfigError, TrainConfig, to_train_config
+from trainer.envs.episodes import OpponentStats, win_rate_columns
+from trainer.envs.spaces import ObsAdapter
+from trainer.envs.vector import (
+    EnvPoolFailed,
+    EnvWorkerStalled,
+    make_envs,
+    terminate_envs,
+    worker_failure,
+)
+from trainer.evaluation import PeriodicEvaluator
+from trainer.run.checkpoint import (
     CHECKPOINT_DIR,
     LAST,
     load_checkpoint,
@@ -32,23 +45,10 @@ from trainer.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from trainer.config import ConfigError, TrainConfig, to_train_config
-from trainer.device import resolve_device
-from trainer.envs import (
-    EnvPoolFailed,
-    EnvWorkerStalled,
-    make_envs,
-    terminate_envs,
-    worker_failure,
-)
-from trainer.episodes import OpponentStats, win_rate_columns
-from trainer.evaluation import PeriodicEvaluator
-from trainer.metrics import ConsoleProgress, MetricsLogger, summary_line
-from trainer.policies import build_policy, policy_spec
-from trainer.reward_norm import RewardNormalizer
-from trainer.rollout import EpisodeStats, RolloutCollector
-from trainer.selfplay import SelfPlay
-from trainer.spaces import ObsAdapter
+from trainer.run.device import resolve_device
+from trainer.run.metrics import ConsoleProgress, MetricsLogger, summary_line
+from trainer.run.rollout import EpisodeStats, RolloutCollector
+from trainer.run.selfplay import SelfPlay
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class Trainer:
         )
         try:  # from here on, a failure closes the envs (and the servers they started)
             # per-opponent win rates, self-play pushes, periodic evaluation
-            # (trainer.episodes / trainer.selfplay / trainer.evaluation)
+            # (trainer.envs.episodes / trainer.run.selfplay / trainer.evaluation)
             opponents = win_rate_columns(getattr(cfg.env, "opponent", None))
             self.envs = OpponentStats(self.envs, opponents)
             self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)

@@ -1,0 +1,40 @@
+"""The policy network's settings (``model.*``): one dataclass, the Hydra schema of the
+``model`` group and what a checkpoint stores to rebuild its network."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class ModelKind(StrEnum):
+    """``model.kind``: the policy network (:func:`mapleenv.policies.build_policy`)."""
+
+    lstm = "lstm"
+    mlp = "mlp"
+    attention = "attention"
+
+
+class Activation(StrEnum):
+    tanh = "tanh"
+    relu = "relu"
+
+
+@dataclass
+class ModelConfig:
+    """Actor-critic network; ``kind=mlp`` ignores the recurrent fields.
+
+    Closed choices are plain strings checked against their enum (:class:`ModelKind`,
+    :class:`Activation`), so checkpoints keep plain values."""
+
+    kind: str = "lstm"  # ModelKind
+    encoder_sizes: list[int] = field(default_factory=lambda: [256])
+    hidden_size: int = 256
+    num_layers: int = 1
+    head_sizes: list[int] = field(default_factory=list)
+    shared_trunk: bool = True
+    activation: str = "tanh"  # Activation
+    # attention (needs env.encoder=rich): token width, transformer layers and heads
+    token_size: int = 128
+    attention_layers: int = 2
+    attention_heads: int = 4

@@ -1,0 +1,142 @@
+"""``python -m trainer.evaluate``: evaluate a checkpoint against named opponents (CLI).
+
+    python -m trainer.evaluate checkpoint=<path> opponents=[random,max_power,heuristic] battles=200
+
+Prints a table and writes a JSON file (``docs/evaluation.md``); the
+work is done by :mod:`trainer.evaluation`. Config: ``conf/evaluate.yaml`` over
+:class:`trainer.config.EvaluateConfig`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from mapleenv.policies import policy_from_snapshot, snapshot_encoder, snapshot_plugins
+from trainer.config import EvaluateConfig, PeriodicEvalConfig, team_path
+from trainer.evaluation import (
+    OpponentResult,
+    PeriodicEvaluator,
+    evaluate_policy,
+    play_battles,
+    results_json,
+    results_table,
+    wilson_interval,
+    write_json,
+)
+from trainer.run.checkpoint import load_checkpoint
+from trainer.run.device import resolve_device
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "EvaluateConfig",
+    "OpponentResult",
+    "PeriodicEvalConfig",
+    "PeriodicEvaluator",
+    "evaluate_policy",
+    "main",
+    "play_battles",
+    "run",
+    "wilson_interval",
+]
+
+
+def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
+    """Evaluate ``cfg.checkpoint``; print the table, write the JSON; returns the JSON."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    output_dir = Path(output_dir)
+    device = resolve_device(cfg.device)
+    checkpoint = load_checkpoint(cfg.checkpoint)
+    policy = policy_from_snapshot(checkpoint).to(device)
+    env_cfg = (checkpoint.get("config") or {}).get("env") or {}
+    battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
+    # teams given here are relative to where the command started; the checkpoint's (as
+    # its run was configured, e.g. teams/gen9ou) to the current directory
+    team = team_path(cfg.team or env_cfg.get("team"))
+    opponent_team = team_path(cfg.opponent_team or env_cfg.get("opponent_team"))
+    encoder = snapshot_encoder(checkpoint)
+    plugins = list(dict.fromkeys([*snapshot_plugins(checkpoint), *cfg.plugins]))
+    max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
+    output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
+    replay_dir = output.parent / "replays" if cfg.save_replays else None
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    ) as bar:
+        tasks = {name: bar.add_task(f"vs {name}", total=cfg.battles) for name in cfg.opponents}
+
+        def progress(name: str, done: int, total: int) -> None:
+            bar.update(tasks[name], completed=done)
+            if not console.is_terminal and (done == total or done % max(total // 10, 1) == 0):
+                log.info("vs %s: %d/%d battles", name, done, total)
+
+        results = evaluate_policy(
+            policy,
+            list(cfg.opponents),
+            cfg.battles,
+            battle_format=battle_format,
+            team=team,
+            opponent_team=opponent_team,
+            encoder=encoder,
+            num_envs=cfg.num_envs,
+            sample=cfg.sample,
+            device=device,
+            seed=cfg.seed,
+            max_turns=max_turns,
+            backend=cfg.backend,
+            server_url=cfg.server_url,
+            log_dir=output_dir / "showdown",
+            replay_dir=replay_dir,
+            progress=progress,
+            plugins=plugins,
+        )
+    document = results_json(
+        results,
+        checkpoint=str(cfg.checkpoint),
+        global_step=checkpoint.get("global_step"),
+        battle_format=battle_format,
+        **{k: v for k, v in (("team", team), ("opponent_team", opponent_team)) if v},
+        encoder=encoder,
+        policy="sampled" if cfg.sample else "greedy",
+        seed=cfg.seed,
+        max_turns=max_turns,
+    )
+    write_json(output, document)
+    Console().print(results_table(results, title=f"{cfg.checkpoint} ({document['policy']})"))
+    print(f"results: {output}" + (f"; replays: {replay_dir}" if replay_dir else ""))
+    return document
+
+
+def main() -> None:
+    """Console entry point: Hydra app over ``conf/evaluate.yaml``."""
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    conf_dir = str(Path(__file__).resolve().parents[2] / "conf")
+
+    @hydra.main(version_base="1.3", config_path=conf_dir, config_name="evaluate")
+    def _app(raw: DictConfig) -> None:
+        try:
+            cfg = OmegaConf.to_object(raw)
+            assert isinstance(cfg, EvaluateConfig)
+            run(cfg, HydraConfig.get().runtime.output_dir)
+        except (FileNotFoundError, ValueError, OmegaConfBaseException) as exc:
+            log.error("%s", exc)
+            sys.exit(2)
+
+    _app()
+
+
+if __name__ == "__main__":
+    main()

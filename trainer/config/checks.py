@@ -1,0 +1,239 @@
+"""Value checks of a composed training config: one pass, every problem named.
+
+:func:`to_train_config` turns Hydra's composed ``DictConfig`` into a typed
+:class:`~trainer.config.schema.TrainConfig` and raises :class:`ConfigError` naming every
+unknown key or invalid value, before anything starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from mapleenv.policies import Activation, ModelKind
+from trainer.config.schema import (
+    AlgoName,
+    Backend,
+    EnvConfig,
+    GymEnvConfig,
+    GymVectorization,
+    PPOConfig,
+    ShowdownEnvConfig,
+    ShowdownVectorization,
+    TrainConfig,
+    choices,
+    is_choice,
+)
+
+
+class ConfigError(ValueError):
+    """A config that composes but cannot be trained with (unknown key, bad value)."""
+
+
+def _unknown_keys(node: Any, path: str) -> list[str]:
+    object_type = OmegaConf.get_type(node)
+    if not dataclasses.is_dataclass(object_type):
+        return []
+    fields = {f.name: f for f in dataclasses.fields(object_type)}
+    found = []
+    for key in node:
+        if key not in fields:
+            found.append(f"{path}{key}")
+        elif OmegaConf.is_dict(node[key]):
+            found += _unknown_keys(node[key], f"{path}{key}.")
+    return found
+
+
+def to_train_config(cfg: DictConfig) -> TrainConfig:
+    """Validate a composed config and return it as a typed :class:`TrainConfig`.
+
+    Raises :class:`ConfigError` naming every unknown key (e.g. added with ``+key=...``) or
+    invalid value.
+    """
+    unknown = _unknown_keys(cfg, "")
+    if unknown:
+        raise ConfigError(f"unknown config key(s): {', '.join(unknown)}")
+    try:
+        obj = OmegaConf.to_object(cfg)
+    except Exception as exc:  # omegaconf raises MissingMandatoryValue, ValidationError...
+        raise ConfigError(f"invalid config: {exc}") from exc
+    assert isinstance(obj, TrainConfig)
+    problems = _check_values(obj) or _check_battle_format(obj.env) or _check_teams(obj.env)
+    if problems:
+        raise ConfigError("invalid config: " + "; ".join(problems))
+    return obj
+
+
+def _check_battle_format(env: EnvConfig) -> list[str]:
+    """``env.battle_format`` against the pinned simulator's formats (Maple-run simulators
+    only: an external server may have formats of its own)."""
+    if not isinstance(env, ShowdownEnvConfig) or env.server_url is not None:
+        return []
+    from mapleenv.showdown import ShowdownError, check_format
+
+    try:
+        check_format(env.battle_format, has_team=env.team is not None, team_key="env.team")
+    except ValueError as exc:
+        return [f"env.battle_format: {exc}"]
+    except ShowdownError:  # no Node or package here: the env start will say so
+        return []
+    return []
+
+
+def team_path(value: str | None) -> str | None:
+    """A team file or folder setting as an absolute path, relative to the directory the
+    command started in (Hydra's original cwd, also with ``hydra.job.chdir=true``); team
+    text (a newline or ``|`` in it) stays as it is."""
+    if value is None or "\n" in value or "|" in value:
+        return value
+    from hydra.utils import to_absolute_path
+
+    return to_absolute_path(str(value))
+
+
+def _check_teams(env: EnvConfig) -> list[str]:
+    """Makes ``env.team``/``env.opponent_team`` absolute, and reads and validates them with
+    the pinned simulator's validator (the file and Showdown's message on failure)."""
+    if not isinstance(env, ShowdownEnvConfig):
+        return []
+    from mapleenv.showdown import ShowdownError, read_teams
+
+    fmt = env.battle_format if env.server_url is None else None  # an external server's own
+    for key in ("team", "opponent_team"):
+        value = team_path(getattr(env, key))
+        setattr(env, key, value)
+        if value is None:
+            continue
+        try:
+            read_teams(value, fmt, key=f"env.{key}")
+        except ValueError as exc:
+            return [str(exc)]
+        except ShowdownError:  # no Node or package here: the env start will say so
+            return []
+    return []
+
+
+Check = tuple[bool, str]
+
+
+def _check_values(cfg: TrainConfig) -> list[str]:
+    checks = [
+        *_run_checks(cfg),
+        *_env_checks(cfg.env),
+        *_model_checks(cfg),
+        *_algo_checks(cfg),
+        *_selfplay_checks(cfg),
+    ]
+    return [msg for ok, msg in checks if not ok]
+
+
+def _run_checks(cfg: TrainConfig) -> list[Check]:
+    return [
+        (
+            cfg.device in ("auto", "cpu", "mps") or cfg.device.split(":")[0] == "cuda",
+            f"device must be auto|cuda|mps|cpu, got {cfg.device!r}",
+        ),
+        (cfg.total_steps > 0, "total_steps must be > 0"),
+        (cfg.max_minutes is None or cfg.max_minutes > 0, "max_minutes must be > 0 (or null)"),
+        (cfg.torch_threads >= 0, "torch_threads must be >= 0"),
+        (cfg.torch_update_threads >= 0, "torch_update_threads must be >= 0"),
+        (cfg.checkpoint_every >= 0, "checkpoint_every must be >= 0"),
+        (cfg.log_every >= 1, "log_every must be >= 1"),
+    ]
+
+
+def _env_checks(e: EnvConfig) -> list[Check]:
+    return [
+        (e.num_envs >= 1, "env.num_envs must be >= 1"),
+        (
+            e.step_timeout_s is None or e.step_timeout_s > 0,
+            "env.step_timeout_s must be > 0 (or null)",
+        ),
+        (e.kind in ("showdown", "gym"), f"env.kind must be showdown|gym, got {e.kind!r}"),
+        (
+            not isinstance(e, ShowdownEnvConfig)
+            or is_choice(e.vectorization, ShowdownVectorization),
+            f"env.vectorization must be {choices(ShowdownVectorization)}, "
+            f"got {getattr(e, 'vectorization', None)!r}",
+        ),
+        (
+            not isinstance(e, ShowdownEnvConfig) or is_choice(e.backend, Backend),
+            f"env.backend must be {choices(Backend)}, got {getattr(e, 'backend', None)!r}",
+        ),
+        (
+            not isinstance(e, GymEnvConfig) or is_choice(e.vectorization, GymVectorization),
+            f"env.vectorization must be {choices(GymVectorization)}, "
+            f"got {getattr(e, 'vectorization', None)!r}",
+        ),
+    ]
+
+
+def _model_checks(cfg: TrainConfig) -> list[Check]:
+    m = cfg.model
+    return [
+        (
+            m.token_size >= 1
+            and m.attention_layers >= 1
+            and m.attention_heads >= 1
+            and m.token_size % m.attention_heads == 0,
+            "model.token_size must be a multiple of model.attention_heads (both >= 1) "
+            "and model.attention_layers >= 1",
+        ),
+        (is_choice(m.kind, ModelKind), f"model.kind must be {choices(ModelKind)}, got {m.kind!r}"),
+        (
+            is_choice(m.activation, Activation),
+            f"model.activation must be {choices(Activation)}, got {m.activation!r}",
+        ),
+        (m.hidden_size >= 1 and m.num_layers >= 1, "model.hidden_size and num_layers must be >= 1"),
+        (all(s >= 1 for s in [*m.encoder_sizes, *m.head_sizes]), "layer sizes must be >= 1"),
+    ]
+
+
+def _algo_checks(cfg: TrainConfig) -> list[Check]:
+    a, e = cfg.algo, cfg.env
+    return [
+        (is_choice(a.name, AlgoName), f"algo.name must be {choices(AlgoName)}, got {a.name!r}"),
+        (a.rollout_steps >= 1, "algo.rollout_steps must be >= 1"),
+        (a.bptt >= 0, "algo.bptt must be >= 0 (0 = whole rollout / episode)"),
+        (
+            not isinstance(a, PPOConfig) or a.bptt <= a.rollout_steps,
+            f"algo.bptt ({a.bptt}) must be <= algo.rollout_steps ({a.rollout_steps}): a chunk "
+            "cannot be longer than the rollout (0 = the whole rollout)",
+        ),
+        (
+            not isinstance(a, PPOConfig) or (a.epochs >= 1 and a.num_minibatches >= 1),
+            "algo.epochs and num_minibatches must be >= 1",
+        ),
+        (a.lr > 0, "algo.lr must be > 0"),
+        (
+            a.kickstart_coef >= 0 and a.kickstart_steps >= 0 and a.bc_steps >= 0,
+            "algo.kickstart_coef, kickstart_steps and bc_steps must be >= 0",
+        ),
+        (
+            a.kickstart_coef == 0 or getattr(e, "teacher", None) is not None,
+            "algo.kickstart_coef > 0 needs env.teacher (e.g. env.teacher=heuristic)",
+        ),
+        (
+            a.bc_steps == 0 or a.kickstart_coef > 0,
+            "algo.bc_steps > 0 needs algo.kickstart_coef > 0 (the cloning loss's weight)",
+        ),
+        (
+            0 <= a.gamma <= 1 and 0 <= getattr(a, "gae_lambda", 0.0) <= 1,
+            "algo.gamma and gae_lambda must be in [0, 1]",
+        ),
+        (getattr(a, "clip_coef", 1.0) > 0, "algo.clip_coef must be > 0"),
+        (a.grad_clip_norm >= 0, "algo.grad_clip_norm must be >= 0 (0 = off)"),
+    ]
+
+
+def _selfplay_checks(cfg: TrainConfig) -> list[Check]:
+    s = cfg.selfplay
+    return [
+        (
+            s.promote_win_rate is None or 0 < s.promote_win_rate <= 1,
+            "selfplay.promote_win_rate must be in (0, 1] (or null: push every `every` updates)",
+        ),
+        (s.promote_window >= 1, "selfplay.promote_window must be >= 1"),
+    ]
