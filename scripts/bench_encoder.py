@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_env import Ceiling  # this folder (scripts/) is on sys.path when run as a script
 from poke_env.battle import AbstractBattle
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.player.battle_order import BattleOrder
 
 from mapleenv.encoders.rich.encoder import RichEncoder
+from mapleenv.measure import Ceiling
 from mapleenv.showdown import ShowdownServer, external_server, find_showdown
 
 PLAYERS: dict[str, type[Player]] = {

@@ -28,145 +28,20 @@ about ``cpu_ratio``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import platform
-import resource
 import signal
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil
 
-REPO = Path(__file__).resolve().parent.parent
-SIM_CEILING_JS = REPO / "mapleenv" / "js" / "sim_ceiling.js"
-
-
-def machine_info() -> dict[str, Any]:
-    """CPU model, core count, load and tool versions, for the JSON record."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        node = None
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "node": node,
-        "loadavg": list(os.getloadavg()),
-    }
-
-
-class Ceiling:
-    """``procs`` long-lived ``sim_ceiling.js --serve`` processes (their JIT stays warm
-    between measurements; they play nothing in between)."""
-
-    def __init__(self, procs: int, battle_format: str = "gen9randombattle", warmup: float = 5.0):
-        from mapleenv.showdown import find_node, find_showdown
-
-        node = find_node()
-        find_showdown()  # clear error when the npm package is missing
-        self.procs = [
-            subprocess.Popen(
-                [node, str(SIM_CEILING_JS), "--serve", "--format", battle_format],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                bufsize=1,
-                cwd=REPO,
-            )
-            for _ in range(procs)
-        ]
-        if warmup > 0:
-            self.measure(warmup)
-
-    def measure(self, seconds: float) -> dict[str, Any]:
-        """All processes at once for ``seconds``; total turns/s and CPU ms per turn."""
-        for proc in self.procs:
-            proc.stdin.write(f"measure {seconds}\n")
-        results = []
-        for proc in self.procs:
-            line = proc.stdout.readline()
-            if not line:
-                raise RuntimeError(
-                    f"sim_ceiling.js exited ({proc.wait()}): {proc.stderr.read().strip()[-2000:]}"
-                )
-            results.append(json.loads(line))
-        return {
-            "sim_turns_per_s": sum(r["turns_per_s"] for r in results),
-            "sim_cpu_ms_per_turn": 1e3
-            * sum(r["cpu_s"] for r in results)
-            / max(1, sum(r["turns"] for r in results)),
-            "sim_procs": len(self.procs),
-            "sim_turns_per_s_each": [round(r["turns_per_s"], 1) for r in results],
-        }
-
-    def close(self) -> None:
-        for proc in self.procs:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def sim_ceiling(
-    seconds: float, procs: int, warmup: float = 2.0, battle_format: str = "gen9randombattle"
-) -> dict[str, Any]:
-    """One ceiling measurement: ``procs`` processes, ``warmup`` s, then ``seconds`` s."""
-    ceiling = Ceiling(procs, battle_format, warmup)
-    try:
-        return ceiling.measure(seconds)
-    finally:
-        ceiling.close()
-
-
-def process_cpu() -> dict[str, float]:
-    """CPU seconds used so far: this process (all threads), its live ``node`` descendants
-    (simulator hosts, servers) and its other live descendants (env workers)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"main": usage.ru_utime + usage.ru_stime, **descendants_cpu_by_kind()}
-
-
-def descendants_cpu_by_kind(root: int | None = None) -> dict[str, float]:
-    """CPU seconds of the live descendants of ``root`` (default: this process), split into
-    ``node`` processes and ``workers`` (everything else)."""
-    totals = {"node": 0.0, "workers": 0.0}
-    try:
-        children = psutil.Process(root).children(recursive=True)
-    except psutil.NoSuchProcess:
-        return totals
-    for child in children:
-        try:
-            times = child.cpu_times()
-            kind = "node" if child.name() == "node" else "workers"
-        except psutil.Error:
-            continue
-        totals[kind] += times.user + times.system
-    return totals
-
-
-def descendants_cpu(root: int | None = None) -> float:
-    """CPU seconds used so far by the live descendants of ``root`` (default: this process)."""
-    return sum(descendants_cpu_by_kind(root).values())
+from mapleenv.measure import (
+    Ceiling,
+    machine_info,
+    process_cpu,
+)
 
 
 def random_masked_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:

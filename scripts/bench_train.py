@@ -29,11 +29,10 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from trainer.config import to_train_config
+from trainer.run.train import Trainer
 
-from trainer.config import to_train_config  # noqa: E402
-from trainer.run.train import Trainer  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def env_only_sps(trainer: Trainer, vector_steps: int, rng: np.random.Generator) -> float:

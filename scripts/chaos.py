@@ -40,8 +40,7 @@ from typing import Any
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from soak import role  # noqa: E402  (this folder's process-finding helpers)
+from mapleenv.measure import process_role
 
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ("kill_simulator", "stop_simulator", "kill_worker", "stop_worker")
@@ -51,19 +50,6 @@ CLEAN_STOP = re.compile(
     r"\(continue with resume=(?P<run>.*)\)$",
     re.MULTILINE,
 )
-
-
-def simulator_role(process: psutil.Process) -> str | None:
-    """``sim_host`` (a direct-backend simulator host), ``server`` (a Showdown server) or None."""
-    try:
-        cmdline = process.cmdline()
-    except psutil.Error:
-        return None
-    if any(part.endswith("sim_host.js") for part in cmdline):
-        return "sim_host"
-    if "pokemon-showdown" in cmdline:
-        return "server"
-    return None
 
 
 def processes(trainer_pid: int) -> dict[str, list[psutil.Process]]:
@@ -76,9 +62,7 @@ def processes(trainer_pid: int) -> dict[str, list[psutil.Process]]:
     except psutil.Error:
         return out
     for process in found:
-        kind = role(process, trainer_pid)
-        if kind == "node":
-            kind = simulator_role(process)
+        kind = process_role(process, trainer_pid)
         try:
             if kind is None or process.status() == psutil.STATUS_ZOMBIE:
                 continue

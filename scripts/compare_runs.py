@@ -12,15 +12,17 @@ window's means and the steps and minutes reached, as JSON.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from plot_metrics import _column, plt, smooth  # noqa: E402
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from trainer.run.curves import column, read_metrics, smooth  # noqa: E402
 
 
 def _minutes(wall_s: np.ndarray) -> np.ndarray:
@@ -40,8 +42,7 @@ def _run(spec: str) -> tuple[str, list[dict[str, str]]]:
         metrics = metrics / "metrics.csv"
     if not metrics.is_file():
         raise SystemExit(f"{label}: no metrics file at {metrics}")
-    with metrics.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_metrics(metrics)
     if not rows:
         raise SystemExit(f"{label}: {metrics} has no rows")
     return label, rows
@@ -72,14 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     fig, axes = plt.subplots(len(keys), 1, figsize=(8, 2.6 * len(keys)), sharex=True, squeeze=False)
     summary: dict[str, dict[str, float]] = {}
     for label, rows in runs:
-        steps = _column(rows, "global_step")
-        minutes = _minutes(_column(rows, "wall_s"))
+        steps = column(rows, "global_step")
+        minutes = _minutes(column(rows, "wall_s"))
         x = steps if args.x == "steps" else minutes
         summary[label] = {"steps": int(steps[-1]), "minutes": round(float(minutes[-1]), 1)}
         for ax, key in zip(axes[:, 0], keys, strict=True):
             if key not in rows[0]:
                 continue
-            curve = smooth(_column(rows, key), args.window)
+            curve = smooth(column(rows, key), args.window)
             ax.plot(x, curve, label=label)
             summary[label][key] = round(float(curve[-1]), 3)
     for ax, key in zip(axes[:, 0], keys, strict=True):

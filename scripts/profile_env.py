@@ -23,13 +23,11 @@ import pstats
 import resource
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_env import descendants_cpu  # noqa: E402
+from mapleenv.measure import descendants_cpu
 
 # (label, filename fragment, function name) of the costs reported by --cprofile.
 HOT_SPOTS = [

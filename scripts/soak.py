@@ -31,22 +31,9 @@ from pathlib import Path
 
 import psutil
 
+from mapleenv.measure import process_role
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def role(process: psutil.Process, trainer_pid: int) -> str | None:
-    """``trainer``, ``env_worker``, ``node`` or None (helpers such as the resource tracker)."""
-    if process.pid == trainer_pid:
-        return "trainer"
-    try:
-        name, cmdline = process.name(), " ".join(process.cmdline())
-    except psutil.Error:
-        return None
-    if name == "node":
-        return "node"
-    if "spawn_main" in cmdline and "resource_tracker" not in cmdline:
-        return "env_worker"
-    return None
 
 
 def sample(trainer: psutil.Process) -> dict[int, tuple[str, float]]:
@@ -57,7 +44,7 @@ def sample(trainer: psutil.Process) -> dict[int, tuple[str, float]]:
     except psutil.Error:
         return out
     for process in processes:
-        kind = role(process, trainer.pid)
+        kind = process_role(process, trainer.pid)
         if kind is None:
             continue
         try:

@@ -1,4 +1,5 @@
-"""``scripts/bench_env.py`` and the simulator-ceiling script: they run and report sanely.
+"""``scripts/bench_env.py`` and the simulator ceiling (``mapleenv.measure.Ceiling``): they run
+and report sanely.
 
 (Speeds are not asserted here: the benchmark prints them.)
 """
@@ -15,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+
+from mapleenv.measure import Ceiling
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "bench_env.py"
@@ -45,8 +48,8 @@ def _cpu_s(pid: int) -> float:
     return times.user + times.system
 
 
-def test_ceiling_counts_turns_and_is_idle_between_measurements(bench) -> None:
-    ceiling = bench.Ceiling(procs=2, warmup=0)
+def test_ceiling_counts_turns_and_is_idle_between_measurements() -> None:
+    ceiling = Ceiling(procs=2, warmup=0)
     try:
         first = ceiling.measure(1.5)
         assert first["sim_procs"] == 2 and len(first["sim_turns_per_s_each"]) == 2

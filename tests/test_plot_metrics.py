@@ -54,15 +54,11 @@ def test_plot_writes_a_png_and_the_smoothed_last_values(tmp_path: Path) -> None:
 
 
 def test_training_minutes_add_up_resumed_segments() -> None:
-    import importlib.util
-
     import numpy as np
 
-    script = ROOT / "scripts" / "plot_metrics.py"
-    spec = importlib.util.spec_from_file_location("plot_metrics", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from trainer.run.curves import training_minutes
+
     # two segments (wall_s restarts on resume): 120 s + 60 s
     wall = np.array([30.0, 120.0, 20.0, float("nan"), 60.0])
-    assert module.training_minutes(wall) == 3.0
-    assert np.isnan(module.training_minutes(np.array([float("nan")])))
+    assert training_minutes(wall) == 3.0
+    assert np.isnan(training_minutes(np.array([float("nan")])))

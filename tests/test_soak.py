@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,8 @@ def test_soak_samples_every_process_and_stops_the_run_with_its_checkpoint(tmp_pa
     result = json.loads(proc.stdout)
     assert result["exit_code"] == 130  # SIGTERM: the trainer saved and stopped
     assert (tmp_path / "checkpoints" / "last.pt").is_file()
-    assert set(result["roles"]) == {"trainer", "env_worker", "node"}
+    simulator = "server" if os.environ.get("MAPLE_BACKEND") == "server" else "sim_host"
+    assert set(result["roles"]) == {"trainer", "env_worker", simulator}
     for process in result["processes"]:
         if not process.get("new"):
             assert process["rss_mb_warm"] > 0 and process["samples"] >= 5

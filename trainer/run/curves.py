@@ -1,0 +1,43 @@
+"""Reading a run's ``metrics.csv`` back as curves (learning-curve plots and run comparisons)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+
+def read_metrics(path: str | Path) -> list[dict[str, str]]:
+    """The rows of a ``metrics.csv`` (a run dir is taken for its ``metrics.csv``)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "metrics.csv"
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def column(rows: list[dict[str, str]], key: str) -> np.ndarray:
+    """One column as floats; empty cells (no episode of that kind ended) are NaN."""
+    return np.array([float(r[key]) if r.get(key) not in (None, "") else np.nan for r in rows])
+
+
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing mean over the last ``window`` non-NaN values."""
+    out = np.full_like(values, np.nan)
+    for i in range(len(values)):
+        recent = values[max(0, i - window + 1) : i + 1]
+        recent = recent[~np.isnan(recent)]
+        if len(recent):
+            out[i] = recent.mean()
+    return out
+
+
+def training_minutes(wall_s: np.ndarray) -> float:
+    """Minutes of training in all: ``wall_s`` restarts from 0 in each resumed segment, so
+    the last value of every segment is added up."""
+    wall = wall_s[~np.isnan(wall_s)]
+    if not len(wall):
+        return float("nan")
+    segment_ends = np.append(wall[1:] < wall[:-1], True)
+    return float(wall[segment_ends].sum()) / 60
