@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import os
 import random
-import signal
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,41 +44,11 @@ from trainer.run.device import resolve_device
 from trainer.run.metrics import ConsoleProgress, MetricsLogger, summary_line
 from trainer.run.rollout import EpisodeStats, RolloutCollector
 from trainer.run.selfplay import SelfPlay
+from trainer.run.threads import cpu_cores, sigint_ignored, torch_threads
 
 log = logging.getLogger(__name__)
 
 KICKSTART_COLUMNS = ("bc", "kickstart_coef", "kickstart_loss", "teacher_agreement")
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore SIGINT inside the block (main thread only; elsewhere a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def _torch_threads(threads: int, then: int) -> Iterator[None]:
-    """Run the block on ``threads`` torch threads, then set ``then``."""
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(then)
-
-
-def _cpu_cores() -> int:
-    """CPU cores this process may run on (its affinity where the OS tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 2
 
 
 def _mean(values: list[float]) -> float:
@@ -107,11 +72,31 @@ class Trainer:
     ) -> None:
         self.cfg, self.run_dir, self.raw_config = cfg, Path(run_dir), raw_config
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._seed_and_threads()
+        ckpt = load_checkpoint(resume_from) if resume_from is not None else None
+        self._start_counters(ckpt)
+        self._owns_envs = envs is None
+        self.envs = (
+            envs
+            if envs is not None
+            else make_envs(cfg.env, seed=cfg.seed, log_dir=self.run_dir / "showdown")
+        )
+        try:  # from here on, a failure closes the envs (and the servers they started)
+            self._watch_envs()
+            self._build_learner(ckpt, resume_from)
+            self._build_rollout()
+        except BaseException:
+            self.close()
+            raise
+
+    def _seed_and_threads(self) -> None:
+        """Seeds, torch threads (the rollout shares the CPU with the envs; the update runs
+        while they wait) and the device."""
+        cfg = self.cfg
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
-        cores = _cpu_cores()
-        # the rollout shares the CPU with the envs; the update runs while they wait
+        cores = cpu_cores()
         self.rollout_threads = cfg.torch_threads or max(1, min(8, cores // 2))
         self.update_threads = cfg.torch_update_threads or max(1, min(16, cores))
         torch.set_num_threads(self.rollout_threads)
@@ -120,7 +105,8 @@ class Trainer:
         if cfg.algo.bf16 and not self.bf16:
             log.warning("algo.bf16 needs CUDA; training in float32 on %s", self.device)
 
-        ckpt = load_checkpoint(resume_from) if resume_from is not None else None
+    def _start_counters(self, ckpt: dict[str, Any] | None) -> None:
+        """Steps, iterations and training time: zero, or where a resumed run stopped."""
         self.resumed = ckpt is not None
         self.global_step = int(ckpt["global_step"]) if ckpt else 0
         self.iteration = int(ckpt["iteration"]) if ckpt else 0
@@ -129,76 +115,72 @@ class Trainer:
         # the longest iteration so far: the budget stops the run before one more would pass it
         self.iteration_seconds = float(ckpt.get("iteration_seconds", 0.0)) if ckpt else 0.0
 
-        self._owns_envs = envs is None
-        self.envs = (
-            envs
-            if envs is not None
-            else make_envs(cfg.env, seed=cfg.seed, log_dir=self.run_dir / "showdown")
+    def _watch_envs(self) -> None:
+        """Per-opponent win rates, self-play pushes and periodic evaluation around the envs
+        (trainer.envs.episodes / trainer.run.selfplay / trainer.evaluation)."""
+        cfg = self.cfg
+        opponents = win_rate_columns(getattr(cfg.env, "opponent", None))
+        self.envs = OpponentStats(self.envs, opponents)
+        self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)
+        self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed)
+        self.adapter = ObsAdapter(self.envs.single_observation_space, self.envs.single_action_space)
+        if cfg.algo.kickstart_coef > 0 and not self.adapter.has_teacher:
+            raise ValueError(
+                "algo.kickstart_coef > 0 needs a teacher: set env.teacher (e.g. heuristic)"
+            )
+
+    def _build_learner(self, ckpt: dict[str, Any] | None, resume_from: Path | None) -> None:
+        """Policy, optimizer, learner and reward normalizer, restored from ``ckpt`` when
+        resuming; then the self-play pool starts."""
+        cfg = self.cfg
+        self.policy = build_policy(self.adapter.obs_dim, self.adapter.n_actions, cfg.model)
+        self.policy.to(self.device)
+        self.optimizer = torch.optim.Adam(
+            self.policy.parameters(), lr=cfg.algo.lr, eps=cfg.algo.adam_eps
         )
-        try:  # from here on, a failure closes the envs (and the servers they started)
-            # per-opponent win rates, self-play pushes, periodic evaluation
-            # (trainer.envs.episodes / trainer.run.selfplay / trainer.evaluation)
-            opponents = win_rate_columns(getattr(cfg.env, "opponent", None))
-            self.envs = OpponentStats(self.envs, opponents)
-            self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)
-            self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed)
-            self.adapter = ObsAdapter(
-                self.envs.single_observation_space, self.envs.single_action_space
-            )
-            if cfg.algo.kickstart_coef > 0 and not self.adapter.has_teacher:
-                raise ValueError(
-                    "algo.kickstart_coef > 0 needs a teacher: set env.teacher (e.g. heuristic)"
-                )
-            self.policy = build_policy(self.adapter.obs_dim, self.adapter.n_actions, cfg.model)
-            self.policy.to(self.device)
-            self.optimizer = torch.optim.Adam(
-                self.policy.parameters(), lr=cfg.algo.lr, eps=cfg.algo.adam_eps
-            )
-            self.learner = make_learner(cfg.algo, self.envs.num_envs)
-            self.reward_norm = (
-                RewardNormalizer(self.envs.num_envs, cfg.algo.gamma)
-                if cfg.algo.norm_reward
-                else None
-            )
-            if ckpt is not None:
-                self._restore(ckpt, resume_from)
-            if self.selfplay is not None:
-                self.selfplay.load_state_dict(ckpt.get("selfplay") if ckpt else None)
-                self.selfplay.start(self.policy)
-            n_params = sum(p.numel() for p in self.policy.parameters())
-            log.info(
-                "policy: %s, obs %d, actions %d, %d parameters, torch threads %d (rollout), "
-                "%d (update)",
-                cfg.model.kind,
-                self.adapter.obs_dim,
-                self.adapter.n_actions,
-                n_params,
-                self.rollout_threads,
-                self.update_threads,
-            )
-            hidden_shape = (
-                (cfg.model.num_layers, self.policy.state_size) if self.policy.recurrent else None
-            )
-            self.buffer = RolloutBuffer(
-                cfg.algo.rollout_steps,
-                self.envs.num_envs,
-                self.adapter.obs_dim,
-                self.adapter.n_actions,
-                cfg.algo.bptt,
-                hidden_shape,
-                self.device,
-            )
-            self.collector = RolloutCollector(
-                self.envs,
-                self.policy,
-                self.adapter,
-                self.device,
-                seed=cfg.seed + self.iteration,
-                reward_transform=self.reward_norm,
-            )
-        except BaseException:
-            self.close()
-            raise
+        self.learner = make_learner(cfg.algo, self.envs.num_envs)
+        self.reward_norm = (
+            RewardNormalizer(self.envs.num_envs, cfg.algo.gamma) if cfg.algo.norm_reward else None
+        )
+        if ckpt is not None:
+            self._restore(ckpt, resume_from)
+        if self.selfplay is not None:
+            self.selfplay.load_state_dict(ckpt.get("selfplay") if ckpt else None)
+            self.selfplay.start(self.policy)
+        log.info(
+            "policy: %s, obs %d, actions %d, %d parameters, torch threads %d (rollout), "
+            "%d (update)",
+            cfg.model.kind,
+            self.adapter.obs_dim,
+            self.adapter.n_actions,
+            sum(p.numel() for p in self.policy.parameters()),
+            self.rollout_threads,
+            self.update_threads,
+        )
+
+    def _build_rollout(self) -> None:
+        """The rollout buffer and the collector that fills it."""
+        cfg = self.cfg
+        hidden_shape = (
+            (cfg.model.num_layers, self.policy.state_size) if self.policy.recurrent else None
+        )
+        self.buffer = RolloutBuffer(
+            cfg.algo.rollout_steps,
+            self.envs.num_envs,
+            self.adapter.obs_dim,
+            self.adapter.n_actions,
+            cfg.algo.bptt,
+            hidden_shape,
+            self.device,
+        )
+        self.collector = RolloutCollector(
+            self.envs,
+            self.policy,
+            self.adapter,
+            self.device,
+            seed=cfg.seed + self.iteration,
+            reward_transform=self.reward_norm,
+        )
 
     def _restore(self, ckpt: dict[str, Any], path: Path | None) -> None:
         if ckpt["policy"] != policy_spec(self.policy):
@@ -284,7 +266,7 @@ class Trainer:
         self.policy.train()
         kickstart = self.kickstart_coef()
         cloning = self.global_step < algo.bc_steps
-        with _torch_threads(self.update_threads, then=self.rollout_threads):
+        with torch_threads(self.update_threads, then=self.rollout_threads):
             update = self.learner.update(
                 self.policy,
                 self.optimizer,
@@ -370,7 +352,7 @@ class Trainer:
             raise failure from exc
         except KeyboardInterrupt:
             self._interrupted = True
-            with _sigint_ignored():  # a second Ctrl-C must not break the final save
+            with sigint_ignored():  # a second Ctrl-C must not break the final save
                 progress.stop()
                 path = self.save()
             log.warning("interrupted at step %d; saved %s", self.global_step, path)
