@@ -105,7 +105,7 @@ NOTES = """\
 
 ## Tokens of `model=attention`
 
-`model=attention` (`trainer/policies/attention.py`) does not read this vector flat: it cuts
+`model=attention` (`mapleenv/policies/attention.py`) does not read this vector flat: it cuts
 it into 17 entity tokens, each embedded by a linear map shared by tokens of its kind plus a
 learned kind embedding, relates them with a small pre-LayerNorm transformer (empty
 opponent and move slots, `present` = 0, are masked as keys), and feeds the pooled tokens
