@@ -14,7 +14,7 @@ ENVS, STEPS = 3, 7
 POKEMON = layout.LAYOUT[0].width
 
 
-def make_policy(layers: int = 1) -> torch.nn.Module:
+def make_policy(layers: int = 1, lay: layout.Layout = layout.RICH) -> torch.nn.Module:
     torch.manual_seed(0)
     cfg = ModelConfig(
         kind="attention",
@@ -24,13 +24,13 @@ def make_policy(layers: int = 1) -> torch.nn.Module:
         hidden_size=8,
         num_layers=layers,
     )
-    return build_policy(layout.SIZE, N_ACTIONS, cfg).eval()
+    return build_policy(lay.size, N_ACTIONS, cfg).eval()
 
 
-def observations(*lead: int) -> torch.Tensor:
+def observations(*lead: int, lay: layout.Layout = layout.RICH) -> torch.Tensor:
     """Random observations within bounds, every Pokémon and move slot present."""
-    low, high = (torch.from_numpy(b) for b in layout.bounds())
-    obs = low + (high - low) * torch.rand(*lead, layout.SIZE)
+    low, high = (torch.from_numpy(b) for b in lay.bounds())
+    obs = low + (high - low) * torch.rand(*lead, lay.size)
     for block, feature, repeat in (
         ("own_team", "present", 6),
         ("opponent_team", "present", 6),
@@ -47,10 +47,12 @@ def legal(*lead: int) -> torch.Tensor:
     return mask
 
 
-@pytest.mark.parametrize("layers", [1, 2])
-def test_sequence_replay_equals_stepping(layers: int) -> None:
-    policy = make_policy(layers)
-    obs, mask = observations(STEPS, ENVS), legal(STEPS, ENVS)
+@pytest.mark.parametrize(
+    ("layers", "lay"), [(1, layout.RICH), (2, layout.RICH), (1, layout.RICH2)], ids=str
+)
+def test_sequence_replay_equals_stepping(layers: int, lay: layout.Layout) -> None:
+    policy = make_policy(layers, lay)
+    obs, mask = observations(STEPS, ENVS, lay=lay), legal(STEPS, ENVS)
     starts = torch.zeros(STEPS, ENVS)
     starts[0, :] = 1.0
     starts[3, 1] = 1.0  # env 1 starts a new episode mid-sequence
@@ -135,3 +137,21 @@ def test_checkpoint_spec_round_trips(tmp_path) -> None:
 def test_attention_needs_the_rich_layout() -> None:
     with pytest.raises(ValueError, match="env.encoder=rich"):
         build_policy(116, N_ACTIONS, ModelConfig(kind="attention"))
+
+
+def test_rich_policies_keep_their_parameters_and_rich2_reads_its_blocks() -> None:
+    """A rich policy has no parameters for rich2's blocks (old checkpoints load strictly);
+    a rich2 policy scores move k from move_futility[k] and reads opponent_sets."""
+    rich = make_policy()
+    assert not any("futility" in k or "sets" in k for k in rich.state_dict())
+    policy, lay = make_policy(lay=layout.RICH2), layout.RICH2
+    obs, mask, hidden = observations(1, lay=lay), legal(1), policy.initial_state(1)
+    with torch.no_grad():
+        base, value, _ = policy(obs, mask, hidden, torch.ones(1))
+        futile = obs.clone()
+        futile[..., lay.index("move_futility", "futile", 2)] += 1.0
+        logits, _, _ = policy(futile, mask, hidden, torch.ones(1))
+        assert not torch.allclose(logits[0, 8], base[0, 8])
+        sets = obs.clone()
+        sets[..., lay.span("opponent_sets")] = 0.0
+        assert not torch.allclose(policy(sets, mask, hidden, torch.ones(1))[1], value)

@@ -163,10 +163,16 @@ def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path)
         low, high = wilson_interval(result["wins"], 2)
         assert (result["ci_low"], result["ci_high"]) == pytest.approx((low, high))
         assert not math.isnan(result["mean_turns"]) and result["mean_turns"] >= 1
+        quality = result["quality"]  # play quality of both seats, from the battles' logs
+        assert quality["battles"] == 2 and quality["turns"] == pytest.approx(result["mean_turns"])
+        for seat in ("agent", "opponent"):
+            counts = quality[seat]
+            assert counts["moves"] > 0 and counts["switches"] >= 1
+            assert 0 <= counts["failed"] + counts["immune"] + counts["missed"] <= counts["moves"]
         assert name in done.stdout
         replays = list((output.parent / "replays" / name).glob("*.html"))
         assert len(replays) >= 2  # every battle played (extras beyond the quota too)
         html = replays[0].read_text()
         assert "<html" in html.lower() or "<!doctype html" in html.lower()
         assert "|turn|1" in html and ("|win|" in html or "|tie" in html)
-    assert "95% CI" in done.stdout
+    assert "95% CI" in done.stdout and "play quality" in done.stdout

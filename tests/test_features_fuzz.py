@@ -1,8 +1,9 @@
-"""Fuzz the rich encoder over real random battles on a real Showdown server.
+"""Fuzz the rich encoders over real random battles on a real Showdown server.
 
 Two poke-env ``RandomPlayer``s battle each other; every state either of them has to
 decide on is encoded and checked: no exception, float32 of the right size, finite, within
-the encoder's ``low``/``high`` bounds.
+the encoder's ``low``/``high`` bounds. The encoder is ``rich2``, which runs ``rich`` for
+its first 1453 features and then the futile-move and random-battle-set blocks.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from poke_env.player import RandomPlayer
 from poke_env.player.battle_order import BattleOrder
 
 from mapleenv.encoders.rich import layout
-from mapleenv.encoders.rich.encoder import RichEncoder
+from mapleenv.encoders.rich.rich2 import Rich2Encoder
 
 BATTLES = 20
 
@@ -27,7 +28,7 @@ class EncodingRandomPlayer(RandomPlayer):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.encoder = RichEncoder()
+        self.encoder = Rich2Encoder()
         self.states = 0
         self.problems: list[str] = []
 
@@ -41,7 +42,7 @@ class EncodingRandomPlayer(RandomPlayer):
                 ~np.isfinite(vec) | (vec < self.encoder.low) | (vec > self.encoder.high)
             )[0]
             if len(bad):
-                names = layout.feature_names()
+                names = layout.RICH2.feature_names()
                 self.problems.append(
                     f"{battle.battle_tag} turn {battle.turn}: "
                     f"{[(names[i], float(vec[i])) for i in bad]}"

@@ -90,10 +90,19 @@ _KIND_INDEX = torch.tensor([0] * TEAM + [1] * TEAM + [2] * SLOTS + [3])
 
 class BattleTokens(nn.Module):
     """Cut a rich observation ``[..., 1453]`` into embedded tokens ``[..., 17, d]`` and the
-    key padding mask ``[..., 17]`` (True: an empty opponent or move slot)."""
+    key padding mask ``[..., 17]`` (True: an empty opponent or move slot). A ``rich2``
+    layout's extra blocks (``move_futility``, ``opponent_sets``) join the move and opponent
+    tokens through their own linear maps (absent for ``rich``: its checkpoints load as is)."""
 
-    def __init__(self, d: int) -> None:
+    def __init__(self, d: int, lay: layout.Layout = layout.RICH) -> None:
         super().__init__()
+        self.extra = {
+            name: (lay.span(name), lay.block(name).width)
+            for name in ("move_futility", "opponent_sets")
+            if name in lay.offsets
+        }
+        for name, (_, width) in self.extra.items():
+            self.add_module(name, _linear(width, d, 1.0))
         self.pokemon = _linear(POKEMON_WIDTH, d, 1.0)
         self.own_active = _linear(ACTIVE_WIDTH, d, 1.0)
         self.opponent_active = _linear(ACTIVE_WIDTH, d, 1.0)
@@ -125,9 +134,16 @@ class BattleTokens(nn.Module):
             dim=-2,
         )
         team_tok = self.pokemon(teams) + teams[..., ACTIVE : ACTIVE + 1] * active
+        move_tok = self.move(moves)
+        for name, (span, width) in self.extra.items():
+            extra = getattr(self, name)(obs[..., span].reshape(*lead, -1, width))
+            if name == "move_futility":
+                move_tok = move_tok + extra
+            else:  # opponent_sets: the opponent's 6 tokens
+                team_tok = torch.cat([team_tok[..., :TEAM, :], team_tok[..., TEAM:, :] + extra], -2)
         context = obs.index_select(-1, self.context_index)
         tokens = torch.cat(
-            [team_tok, self.move(moves), self.context(context).unsqueeze(-2)], dim=-2
+            [team_tok, move_tok, self.context(context).unsqueeze(-2)], dim=-2
         ) + self.kind.index_select(0, self.kind_index)
         # the context token (last) is never empty
         empty = F.pad(obs.index_select(-1, self.present_index) < 0.5, (0, 1), value=False)
@@ -170,18 +186,20 @@ class AttentionActorCritic(StatelessPolicy):
 
     def __init__(self, obs_dim: int, n_actions: int, cfg: ModelConfig) -> None:
         super().__init__()
-        if obs_dim != layout.SIZE or n_actions != N_ACTIONS:
+        lay = layout.for_size(obs_dim)  # rich or rich2, named by the observation size
+        if lay is None or n_actions != N_ACTIONS:
+            sizes = "/".join(str(v.size) for v in layout.LAYOUTS.values())
             raise ValueError(
-                f"model.kind=attention reads the rich encoder's layout ({layout.SIZE} features, "
+                f"model.kind=attention reads a rich encoder's layout ({sizes} features, "
                 f"{N_ACTIONS} actions), got obs {obs_dim} / actions {n_actions}: "
-                "use env.encoder=rich"
+                "use env.encoder=rich or env.encoder=rich2"
             )
         if not cfg.shared_trunk:
             raise ValueError("model.kind=attention has one trunk: set model.shared_trunk=true")
         self.cfg = cfg
         self.obs_dim, self.n_actions = obs_dim, n_actions
         d = cfg.token_size
-        self.tokens = BattleTokens(d)
+        self.tokens = BattleTokens(d, lay)
         self.blocks = nn.ModuleList(
             EntityBlock(d, cfg.attention_heads) for _ in range(cfg.attention_layers)
         )

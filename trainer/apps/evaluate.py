@@ -21,6 +21,7 @@ from trainer.evaluation import (
     PeriodicEvaluator,
     evaluate_policy,
     play_battles,
+    quality_table,
     results_json,
     results_table,
     wilson_interval,
@@ -112,6 +113,9 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     )
     write_json(output, document)
     Console().print(results_table(results, title=f"{cfg.checkpoint} ({document['policy']})"))
+    quality = quality_table(results)
+    if quality is not None:
+        Console().print(quality)
     print(f"results: {output}" + (f"; replays: {replay_dir}" if replay_dir else ""))
     return document
 

@@ -2,7 +2,7 @@
 the periodic evaluator. The CLI is :mod:`trainer.evaluate` (``docs/evaluation.md``)."""
 
 from trainer.evaluation.battles import evaluate_policy, play_battles
-from trainer.evaluation.output import results_json, results_table, write_json
+from trainer.evaluation.output import quality_table, results_json, results_table, write_json
 from trainer.evaluation.periodic import PeriodicEvaluator
 from trainer.evaluation.stats import OpponentResult, wilson_interval
 
@@ -11,6 +11,7 @@ __all__ = [
     "PeriodicEvaluator",
     "evaluate_policy",
     "play_battles",
+    "quality_table",
     "results_json",
     "results_table",
     "wilson_interval",

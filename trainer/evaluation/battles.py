@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ import torch
 from mapleenv.policies import sample_actions
 from trainer.envs.episodes import finished_values
 from trainer.envs.spaces import ObsAdapter
+from trainer.evaluation.quality import agent_side, battle_quality, mean_quality, replay_protocol
 from trainer.evaluation.stats import OpponentResult
 
 log = logging.getLogger(__name__)
@@ -35,11 +37,12 @@ def play_battles(
     sample: bool = True,
     seed: int | None = None,
     on_battle: Callable[[bool], None] | None = None,
+    on_tag: Callable[[str], None] | None = None,
 ) -> tuple[int, int, list[int]]:
     """Play ``battles`` counted battles on a SAME_STEP-autoreset vector env.
 
     Returns ``(wins, battles, turns per battle)``. ``on_battle(won)`` runs per counted
-    battle (progress).
+    battle (progress), ``on_tag(battle_tag)`` too when its info names the battle.
     """
     n = envs.num_envs
     quota = np.array([battles // n + (i < battles % n) for i in range(n)])
@@ -63,6 +66,7 @@ def play_battles(
         done = terminated | truncated
         start = done.astype(np.float32)
         battle_turns = finished_values(info, done, "turns")
+        tags = finished_values(info, done, "battle_tag") if on_tag is not None else {}
         # aborted battles (no result) and those beyond an env's quota do not count
         for i, won in finished_values(info, done, "won").items():
             if quota[i] <= 0:
@@ -71,6 +75,8 @@ def play_battles(
             wins += bool(won)
             if i in battle_turns:
                 turns.append(int(battle_turns[i]))
+            if on_tag is not None and i in tags:
+                on_tag(str(tags[i]))
             if on_battle is not None:
                 on_battle(bool(won))
     return wins, battles, turns
@@ -78,6 +84,32 @@ def play_battles(
 
 def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "opponent"
+
+
+class QualityLog:
+    """Play-quality counts of counted battles, read from the replay files the envs write
+    (``replay_dir``): the one record of a battle's protocol that reaches the evaluator
+    from an env worker on either backend. ``keep=False`` deletes each file once read."""
+
+    def __init__(self, replay_dir: Path, keep: bool) -> None:
+        self.replay_dir, self.keep = replay_dir, keep
+        self.battles: list[dict[str, Any]] = []
+
+    def __call__(self, battle_tag: str) -> None:
+        path = self.replay_dir / f"{battle_tag}.html"
+        try:
+            lines = replay_protocol(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.debug("no play-quality counts for %s: %s", battle_tag, exc)
+            return
+        if not self.keep:
+            path.unlink(missing_ok=True)
+        side = agent_side(lines)
+        if side is not None:
+            self.battles.append(battle_quality(lines, side))
+
+    def summary(self) -> dict[str, Any] | None:
+        return mean_quality(self.battles) if self.battles else None
 
 
 def evaluate_policy(
@@ -141,11 +173,13 @@ def evaluate_policy(
         pool = ServerPool(1, log_dir=log_dir).start()
         server_url = pool.configuration_for(0).websocket_url
     results = []
+    scratch = tempfile.TemporaryDirectory(prefix="maple-eval-") if replay_dir is None else None
+    logs_dir = Path(replay_dir if scratch is None else scratch.name)
     try:
         for k, name in enumerate(opponents):
             env_kwargs: dict[str, Any] = {**teams, "plugins": list(plugins)}
-            if replay_dir is not None:
-                env_kwargs["replay_dir"] = str(Path(replay_dir) / _safe_name(name))
+            env_kwargs["replay_dir"] = str(logs_dir / _safe_name(name))
+            quality = QualityLog(Path(env_kwargs["replay_dir"]), keep=scratch is None)
             envs = make_vector_env(
                 min(num_envs, battles),
                 battle_format=battle_format,
@@ -178,11 +212,12 @@ def evaluate_policy(
                     sample=sample,
                     seed=seed + k,
                     on_battle=on_battle,
+                    on_tag=quality,
                 )
             finally:
                 envs.close()
             result = OpponentResult(
-                name, played, wins, float(np.mean(turns)) if turns else math.nan
+                name, played, wins, float(np.mean(turns)) if turns else math.nan, quality.summary()
             )
             log.info(
                 "vs %s: %d/%d won (%.1f%%) in %.0f s",
@@ -196,5 +231,7 @@ def evaluate_policy(
     finally:
         if pool is not None:
             pool.stop()
+        if scratch is not None:
+            scratch.cleanup()
         policy.train(was_training)
     return results

@@ -25,6 +25,41 @@ def results_table(results: Sequence[OpponentResult], title: str | None = None) -
     return table
 
 
+QUALITY_COLUMNS = (
+    ("moves", "moves"),
+    ("failed", "failed"),
+    ("immune", "into immunity"),
+    ("missed", "missed"),
+    ("switched_into_super_effective", "switched into SE hit"),
+)
+
+
+def quality_table(results: Sequence[OpponentResult], title: str | None = None) -> Any:
+    """A rich ``Table`` of play quality: per opponent, both seats' per-battle means of
+    moves, failed moves, moves into an immunity, misses and switch-ins hit
+    super-effectively that turn (``None`` if no result has counts)."""
+    from rich.table import Table
+
+    rows = [r for r in results if r.quality]
+    if not rows:
+        return None
+    table = Table(title=title or "play quality (per battle)")
+    table.add_column("opponent")
+    table.add_column("seat")
+    for _, header in QUALITY_COLUMNS:
+        table.add_column(header, justify="right")
+    for r in rows:
+        assert r.quality is not None
+        for seat, label in (("agent", "agent"), ("opponent", r.opponent)):
+            counts = r.quality[seat]
+            table.add_row(
+                r.opponent if seat == "agent" else "",
+                label,
+                *(f"{counts[key]:.2f}" for key, _ in QUALITY_COLUMNS),
+            )
+    return table
+
+
 def results_json(results: Sequence[OpponentResult], **meta: Any) -> dict[str, Any]:
     """The JSON document: ``meta`` fields and ``opponents: {name: {battles, wins, ...}}``."""
     return {**meta, "opponents": {r.opponent: r.to_dict() for r in results}}

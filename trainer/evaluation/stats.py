@@ -30,6 +30,7 @@ class OpponentResult:
     battles: int
     wins: int
     mean_turns: float = math.nan
+    quality: dict[str, Any] | None = None  # play-quality means (evaluation/quality.py)
 
     @property
     def win_rate(self) -> float:
@@ -48,4 +49,5 @@ class OpponentResult:
             "ci_low": low,
             "ci_high": high,
             "mean_turns": self.mean_turns,
+            **({"quality": self.quality} if self.quality is not None else {}),
         }

@@ -1,9 +1,10 @@
 """The rich battle encoder (``encoder="rich"``).
 
-Importing this package registers :class:`RichEncoder` under the name ``"rich"`` with
-:func:`mapleenv.encoders.register_encoder`; ``mapleenv.encoders.make_encoder("rich")``
-imports it on demand. Layout and scaling: :mod:`mapleenv.encoders.rich.layout` and
-``docs/observation.md``.
+Importing this package registers :class:`RichEncoder` under the name ``"rich"`` and
+:class:`Rich2Encoder` (``rich`` + futile-move and random-battle-set features) under
+``"rich2"`` with :func:`mapleenv.encoders.register_encoder`;
+``mapleenv.encoders.make_encoder("rich")`` imports it on demand. Layout and scaling:
+:mod:`mapleenv.encoders.rich.layout` and ``docs/observation.md``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from mapleenv.encoders import register_encoder
 from mapleenv.encoders.rich.encoder import RichEncoder
 from mapleenv.encoders.rich.layout import LAYOUT, SIZE
+from mapleenv.encoders.rich.rich2 import Rich2Encoder
 
 register_encoder("rich", RichEncoder)
+register_encoder("rich2", Rich2Encoder)
 
-__all__ = ["LAYOUT", "SIZE", "RichEncoder"]
+__all__ = ["LAYOUT", "SIZE", "Rich2Encoder", "RichEncoder"]

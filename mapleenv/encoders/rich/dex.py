@@ -222,3 +222,26 @@ def likely_damaging_moves(
             move(gen, STAB_STAND_INS[t][0 if physical else 1]) for t in types if t in STAB_STAND_INS
         ]
     return tuple(moves)
+
+
+@cache
+def random_battle_sets(
+    gen: int,
+) -> dict[str, tuple[tuple[frozenset[str], frozenset[str], tuple[str, ...]], ...]]:
+    """Species id -> its random-battle sets as ``(move ids, ability ids, Tera type
+    names)``, from the pinned package's ``sets.json`` (``{}`` if unavailable)."""
+    path = _sets_file(gen)
+    if path is None:
+        return {}
+    data = json.loads(path.read_text())
+    return {
+        to_id_str(species): tuple(
+            (
+                frozenset(to_id_str(m) for m in s.get("movepool", s.get("moves", []))),
+                frozenset(to_id_str(a) for a in s.get("abilities", [])),
+                tuple(str(t).upper() for t in s.get("teraTypes", [])),
+            )
+            for s in entry.get("sets", [])
+        )
+        for species, entry in data.items()
+    }

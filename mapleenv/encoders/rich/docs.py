@@ -22,8 +22,9 @@ INTRO = """\
 
 An encoder turns a singles battle, seen from our side, into one float32 vector whose
 every feature lies inside fixed bounds (the `low`/`high` of the observation `Box`), never
-NaN or inf. `env.encoder=<name>` picks one: `simple` (the default) or `rich` (which
-`model=attention` needs); `docs/extending.md` adds your own. This page is generated from
+NaN or inf. `env.encoder=<name>` picks one: `simple` (the default), `rich` or `rich2`
+(`rich` plus futile-move and random-battle-set features; `model=attention` needs one of
+the two); `docs/extending.md` adds your own. This page is generated from
 `mapleenv/encoders/simple.py` and `mapleenv/encoders/rich/layout.py`
 (`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
 
@@ -120,9 +121,45 @@ output:
 | move *k* | 4 | `moves[k]` | 6+*k*, 10+*k*, 14+*k*, 18+*k*, 22+*k* (plain/mega/z/max/Tera) |
 | context | 1 | `threat`, `speed`, `field`, `battle` | the value |
 
+With `rich2` the opponent tokens also add `opponent_sets[j]` (through their own linear
+map) and the move tokens `move_futility[k]`; the network reads the layout its observation
+size names (`layout.for_size(obs_dim)`), so `rich` checkpoints load as they were.
+
 Swapping two benched Pokémon in the observation swaps their switch logits and nothing
 else (a test checks it): the network knows which action belongs to which entity.
 """
+
+
+RICH2_INTRO = """
+## `rich2`: {size} features
+
+`encoder="rich2"` (`mapleenv.encoders.rich.Rich2Encoder`): the {rich_size} features of
+`rich`, unchanged and in the same places, followed by:
+
+| block | size | offset | content |
+|---|---|---|---|
+"""
+
+
+def _feature_table(title: str, block: layout.Block) -> str:
+    rows = [f"\n## {title} (width {block.width})\n\n| feature | size | range | scaling |\n"]
+    rows.append("|---|---|---|---|\n")
+    for f in block.features:
+        rows.append(f"| `{f.name}` | {f.size} | [{f.low:g}, {f.high:g}] | {f.scaling} |\n")
+    return "".join(rows)
+
+
+def _rich2() -> str:
+    lay = layout.RICH2
+    parts = [RICH2_INTRO.format(size=lay.size, rich_size=layout.SIZE)]
+    for block in layout.RICH2_BLOCKS:
+        parts.append(
+            f"| `{block.name}` | {block.repeat} x {block.width} | {lay.offsets[block.name]} "
+            f"| {block.description} |\n"
+        )
+    parts.append(f"| **total** | **{lay.size}** | | |\n")
+    parts += [_feature_table(f"`{b.name}`", b) for b in layout.RICH2_BLOCKS]
+    return "".join(parts)
 
 
 def _groups(groups: dict[str, frozenset[str]], extra: dict[str, str]) -> str:
@@ -160,6 +197,7 @@ def render() -> str:
         )
         for f in block.features:
             parts.append(f"| `{f.name}` | {f.size} | [{f.low:g}, {f.high:g}] | {f.scaling} |\n")
+    parts.append(_rich2())
     parts.append(
         "\n"
         + NOTES.format(

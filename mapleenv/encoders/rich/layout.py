@@ -4,6 +4,11 @@ The layout is data: :data:`LAYOUT` lists blocks (a block may repeat, e.g. once p
 team slot), each a tuple of :class:`Feature` groups. Offsets, the ``low``/``high``
 bound arrays and the table in ``docs/observation.md`` are all derived from it, so the
 code, the Box and the docs cannot drift apart.
+
+Layouts are versioned (:class:`Layout`): :data:`RICH` (encoder ``rich``, what the shipped
+agent was trained on; the module-level ``LAYOUT``, ``OFFSETS``, ``SIZE``, ``bounds``,
+``feature_names`` and ``index`` are its) and :data:`RICH2` (encoder ``rich2``: ``rich``
+unchanged, then the futile-move and random-battle-set blocks appended).
 """
 
 from __future__ import annotations
@@ -245,47 +250,170 @@ LAYOUT: tuple[Block, ...] = (
 )
 
 
+FUTILITY = (
+    _flag("futile", "1 if the move would surely fail or do nothing now (any of the next four)"),
+    _flag(
+        "user_state",
+        "1 if our side's state makes it fail: Sleep Talk/Snore awake, Substitute up or HP <= "
+        "1/4, Fake Out-like past the first turn out, healing or Rest at full HP, Rest asleep, "
+        "hazard at max layers, screen/weather/terrain already up, boosts already +6",
+    ),
+    _flag(
+        "target_state",
+        "1 if the target's state makes it fail: a status move into a statused target, a "
+        "status-immune type (Toxic/Poison-Steel, Will-O-Wisp/Fire, paralysis/Electric), "
+        "Safeguard, Misty (Electric for sleep) Terrain on a grounded target, a substitute, "
+        "a volatile it already has, Safety Goggles vs powder; priority into Psychic Terrain",
+    ),
+    _flag(
+        "type_immune",
+        "1 if the target's current types are immune (damaging moves, Thunder Wave, powder "
+        "vs Grass, Leech Seed vs Grass), or a Ground move vs Air Balloon",
+    ),
+    _flag(
+        "ability_immune",
+        "1 if the target's known ability blocks it (Levitate, absorbing abilities, "
+        "Soundproof, Bulletproof, Overcoat, Good as Gold, Magic Bounce, status-immune "
+        "abilities, Dazzling-like vs priority, Wonder Guard); mold breakers ignore them",
+    ),
+    _f(
+        "ability_risk",
+        1,
+        0.0,
+        1.0,
+        "share of the target's candidate abilities (random-battle sets, else possible "
+        "abilities) that block it, while its ability is unknown; = ability_immune once known",
+    ),
+    _flag("needs_target_attack", "1 for moves that fail unless the target attacks (Sucker Punch)"),
+)
+
+SET_PROPERTIES = ("priority", "setup", "recovery", "pivot", "status", "hazard", "hazard_removal")
+
+SETS = (
+    _flag("known", "1 if the species has random-battle sets (pinned pokemon-showdown data)"),
+    _f(
+        "sets_left",
+        1,
+        0.0,
+        1.0,
+        "min(n, 4) / 4, n = sets still consistent with its revealed moves, ability and Tera "
+        "type (0: none is; the features below then use all its sets)",
+    ),
+    _f("moves_left", 1, 0.0, 1.0, "min(m, 8) / 8, m = unrevealed moves of those sets' movepools"),
+    _f(
+        "properties",
+        len(SET_PROPERTIES),
+        0.0,
+        1.0,
+        "1 if revealed, else the share of those sets whose movepool has one: "
+        + ", ".join(SET_PROPERTIES)
+        + " (priority attack, boosting status move, self-healing, pivot, status-inflicting, "
+        "entry hazard, hazard removal)",
+    ),
+    _f(
+        "tera_types",
+        N_TERA,
+        0.0,
+        1.0,
+        "share of those sets listing each Tera type (18 types + Stellar); one-hot once known",
+    ),
+)
+
+RICH2_BLOCKS = (
+    Block(
+        "move_futility",
+        MOVE_SLOTS,
+        FUTILITY,
+        "our active's moves in action-slot order: would the move fail now "
+        "(encoders/rich/futility.py)",
+    ),
+    Block(
+        "opponent_sets",
+        TEAM_SIZE,
+        SETS,
+        "opponent's Pokémon in reveal order: what its random-battle sets still allow "
+        "(encoders/rich/sets.py); unrevealed slots 0",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A versioned observation layout: named blocks back to back."""
+
+    name: str
+    blocks: tuple[Block, ...]
+
+    @cached_property
+    def offsets(self) -> dict[str, int]:
+        """Offset of each block's first repetition in the observation."""
+        out: dict[str, int] = {}
+        i = 0
+        for block in self.blocks:
+            out[block.name] = i
+            i += block.width * block.repeat
+        return out
+
+    @cached_property
+    def size(self) -> int:
+        return sum(b.width * b.repeat for b in self.blocks)
+
+    def block(self, name: str) -> Block:
+        return next(b for b in self.blocks if b.name == name)
+
+    def span(self, name: str) -> slice:
+        """Floats of all repetitions of block ``name``."""
+        b = self.block(name)
+        return slice(self.offsets[name], self.offsets[name] + b.width * b.repeat)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ``low`` and ``high`` float32 arrays of the whole observation."""
+        low: list[float] = []
+        high: list[float] = []
+        for block in self.blocks:
+            for _ in range(block.repeat):
+                for f in block.features:
+                    low += [f.low] * f.size
+                    high += [f.high] * f.size
+        return np.asarray(low, np.float32), np.asarray(high, np.float32)
+
+    def feature_names(self) -> list[str]:
+        """One name per float, ``block[rep].feature[k]`` (for debugging and tests)."""
+        names: list[str] = []
+        for block in self.blocks:
+            for r in range(block.repeat):
+                prefix = f"{block.name}[{r}]" if block.repeat > 1 else block.name
+                for f in block.features:
+                    if f.size == 1:
+                        names.append(f"{prefix}.{f.name}")
+                    else:
+                        names += [f"{prefix}.{f.name}[{k}]" for k in range(f.size)]
+        return names
+
+    def index(self, block: str, feature: str, rep: int = 0, k: int = 0) -> int:
+        """Position of element ``k`` of ``feature`` in repetition ``rep`` of ``block``."""
+        b = self.block(block)
+        return self.offsets[block] + rep * b.width + b.offsets[feature] + k
+
+
+RICH = Layout("rich", LAYOUT)
+RICH2 = Layout("rich2", LAYOUT + RICH2_BLOCKS)
+LAYOUTS = {layout.name: layout for layout in (RICH, RICH2)}
+
+
+def for_size(size: int) -> Layout | None:
+    """The layout of ``size`` floats (a policy's ``obs_dim``), or ``None``."""
+    return next((lay for lay in LAYOUTS.values() if lay.size == size), None)
+
+
+# the ``rich`` layout's (v1) offsets and helpers, as before versioning
+OFFSETS = RICH.offsets
+SIZE = RICH.size
+bounds = RICH.bounds
+feature_names = RICH.feature_names
+index = RICH.index
+
+
 def block_offsets() -> dict[str, int]:
-    """Offset of each block's first repetition in the observation."""
-    out: dict[str, int] = {}
-    i = 0
-    for block in LAYOUT:
-        out[block.name] = i
-        i += block.width * block.repeat
-    return out
-
-
-OFFSETS = block_offsets()
-SIZE = sum(b.width * b.repeat for b in LAYOUT)
-
-
-def bounds() -> tuple[np.ndarray, np.ndarray]:
-    """The ``low`` and ``high`` float32 arrays of the whole observation."""
-    low: list[float] = []
-    high: list[float] = []
-    for block in LAYOUT:
-        for _ in range(block.repeat):
-            for f in block.features:
-                low += [f.low] * f.size
-                high += [f.high] * f.size
-    return np.asarray(low, np.float32), np.asarray(high, np.float32)
-
-
-def feature_names() -> list[str]:
-    """One name per float, ``block[rep].feature[k]`` (for debugging and tests)."""
-    names: list[str] = []
-    for block in LAYOUT:
-        for r in range(block.repeat):
-            prefix = f"{block.name}[{r}]" if block.repeat > 1 else block.name
-            for f in block.features:
-                if f.size == 1:
-                    names.append(f"{prefix}.{f.name}")
-                else:
-                    names += [f"{prefix}.{f.name}[{k}]" for k in range(f.size)]
-    return names
-
-
-def index(block: str, feature: str, rep: int = 0, k: int = 0) -> int:
-    """Position of element ``k`` of ``feature`` in repetition ``rep`` of ``block``."""
-    b = next(b for b in LAYOUT if b.name == block)
-    return OFFSETS[block] + rep * b.width + b.offsets[feature] + k
+    """Offset of each block's first repetition in the ``rich`` observation."""
+    return dict(RICH.offsets)
