@@ -21,7 +21,7 @@ from trainer.__main__ import CONF_DIR
 from trainer.config import ModelConfig, SelfPlayConfig, to_train_config
 from trainer.envs.episodes import OpponentStats, opponent_win_rates, win_rate_columns
 from trainer.run.checkpoint import load_checkpoint
-from trainer.run.selfplay import PromotionGate, SelfPlay, SnapshotPool, make_snapshot
+from trainer.run.selfplay import League, PromotionGate, SelfPlay, SnapshotPool, make_snapshot
 from trainer.run.train import Trainer
 
 OBS_DIM, N_ACTIONS = 116, 26  # SimpleEncoder, gen 9
@@ -147,7 +147,10 @@ def test_self_play_only_for_opponents_with_self():
 
 
 @pytest.mark.integration
-def test_trainer_pushes_snapshots_to_workers_and_keeps_the_pool(showdown_server, tmp_path):
+@pytest.mark.parametrize("sampling", ["uniform", "pfsp"])
+def test_trainer_pushes_snapshots_to_workers_and_keeps_the_pool(
+    showdown_server, tmp_path, sampling
+):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose(
             "config",
@@ -158,6 +161,7 @@ def test_trainer_pushes_snapshots_to_workers_and_keeps_the_pool(showdown_server,
                 f"env.server_url={showdown_server.server_configuration.websocket_url}",
                 "selfplay.every=1",
                 "selfplay.pool_size=2",
+                f"selfplay.sampling={sampling}",
                 "algo.rollout_steps=16",
                 "total_steps=96",
                 "tensorboard=false",
@@ -171,11 +175,14 @@ def test_trainer_pushes_snapshots_to_workers_and_keeps_the_pool(showdown_server,
         assert trainer.selfplay.pool.ids() == [2, 3]
         stats = trainer.envs.call("call_opponent", "pool_stats")
         latest = checksum(trainer.policy)  # the last push follows the last update
+        league = trainer.selfplay.league
+        weights = {i: 1.0 for i in (2, 3)} if league is None else league.weights([2, 3])
     finally:
         trainer.close()
     assert len(stats) == 2
     for worker in stats:  # verified in every worker, through AsyncVectorEnv.call
         assert worker["ids"] == [2, 3]
+        assert worker["weights"] == pytest.approx(weights)
         assert worker["checksums"][3] == pytest.approx(latest, rel=1e-6)
         assert worker["checksums"][3] != pytest.approx(checksum(policy_from_snapshot(first)))
     assert sum(worker["decisions"] for worker in stats) > 0  # the snapshots played
@@ -207,8 +214,12 @@ class PoolEcho:
 
     num_envs = 2
 
-    def call(self, name, method, added, keep):
+    def __init__(self):
+        self.weights = []  # the weights of every push (a league's)
+
+    def call(self, name, method, added, keep, *weights):
         assert (name, method) == ("call_opponent", "sync_pool")
+        self.weights.extend(weights)
         return [list(keep)] * self.num_envs
 
 
@@ -244,3 +255,63 @@ def test_every_k_schedule_stays_the_default():
     assert selfplay.after_update(policy, 1, [(0, True)] * 50)["selfplay/promotions"] == 0
     assert selfplay.after_update(policy, 2)["selfplay/promotions"] == 1
     assert selfplay.pool.ids() == [0, 1]
+
+
+def test_league_weights_favour_the_members_the_learner_still_loses_to():
+    league = League(power=2.0, window=4)
+    assert league.weights([0]) == {0: 0.25}  # no result yet: p = 1/2
+    league.record([(0, True)] * 6 + [(1, False)] * 2 + [(2, True), (2, False)])
+    assert list(league.results[0]) == [True] * 4  # only the last `window` battles count
+    assert league.win_rate(0) == pytest.approx(5 / 6)  # smoothed: (4 + 1) / (4 + 2)
+    weights = league.weights([0, 1, 2])
+    assert weights[1] > weights[2] > weights[0] > 0  # never beaten > even > always beaten
+    assert weights[0] == pytest.approx((1 / 6) ** 2) and weights[1] == pytest.approx(0.75**2)
+    assert league.metrics([0, 1, 2]) == {
+        "selfplay/league_win_rate": pytest.approx(0.5),
+        "selfplay/hardest_win_rate": 0.0,
+    }
+    league.forget_all_but([1, 2])
+    assert set(league.results) == {1, 2}
+    resumed = League(power=2.0, window=4)
+    resumed.load_state_dict(pickle.loads(pickle.dumps(league.state_dict())))
+    assert resumed.weights([1, 2]) == league.weights([1, 2])
+
+
+def test_pfsp_self_play_pushes_the_league_weights_after_every_update():
+    cfg = SelfPlayConfig(sampling="pfsp", every=2, pool_size=3)
+    envs = PoolEcho()
+    selfplay = SelfPlay(cfg, envs, "simple")
+    policy = tiny_policy()
+    selfplay.start(policy)
+    assert selfplay.columns == (
+        "selfplay/promotions",
+        "selfplay/league_win_rate",
+        "selfplay/hardest_win_rate",
+    )
+    assert envs.weights == [{0: 0.25}]
+    row = selfplay.after_update(policy, 1, [(0, True)] * 8)
+    assert envs.weights[-1] == {0: pytest.approx(0.01)}  # (1 - 9/10)^2
+    assert row["selfplay/league_win_rate"] == 1.0 and row["selfplay/promotions"] == 0
+    selfplay.after_update(policy, 2, [(0, False)] * 2)  # snapshot 1 joins at p = 1/2
+    assert set(envs.weights[-1]) == {0, 1} and envs.weights[-1][1] == 0.25
+    state = pickle.loads(pickle.dumps(selfplay.state_dict()))
+    resumed = SelfPlay(cfg, PoolEcho(), "simple")
+    resumed.load_state_dict(state)
+    assert resumed.league.weights([0, 1]) == selfplay.league.weights([0, 1])
+
+
+def test_a_pool_draws_its_snapshots_by_the_pushed_weights():
+    from mapleenv.opponents import PolicyOpponent
+
+    snapshots = [make_snapshot(tiny_policy(seed), "simple", seed) for seed in range(3)]
+    opponent = PolicyOpponent(seed=0)
+    opponent.sync_pool(snapshots, weights={0: 0.0, 1: 1.0, 2: 3.0})
+    draws = [opponent._draw().id for _ in range(2000)]
+    assert 0 not in draws
+    assert draws.count(2) / len(draws) == pytest.approx(0.75, abs=0.04)
+    assert opponent.pool_stats()["weights"] == {0: 0.0, 1: 1.0, 2: 3.0}
+    opponent.sync_pool(keep=[1, 2], weights={})  # no weights: uniform again
+    draws = [opponent._draw().id for _ in range(2000)]
+    assert draws.count(1) / len(draws) == pytest.approx(0.5, abs=0.04)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        opponent.sync_pool(weights={1: -1.0})

@@ -179,9 +179,12 @@ class OpponentMix(Player):
         return self.members[SELF]
 
     def sync_pool(
-        self, add: Sequence[Mapping[str, Any]] = (), keep: Sequence[int] | None = None
+        self,
+        add: Sequence[Mapping[str, Any]] = (),
+        keep: Sequence[int] | None = None,
+        weights: Mapping[int, float] | None = None,
     ) -> list[int]:
-        return self._self_member().sync_pool(add, keep)
+        return self._self_member().sync_pool(add, keep, weights)
 
     def pool_stats(self) -> dict[str, Any]:
         return self._self_member().pool_stats()

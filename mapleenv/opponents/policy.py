@@ -19,8 +19,8 @@ with :func:`mapleenv.opponents.register_opponent`):
 * ``policy_greedy:<checkpoint>`` -- the same, playing the argmax;
 * ``self`` -- self-play: a pool of snapshots pushed by the trainer through
   ``envs.call("call_opponent", "sync_pool", ...)`` (:meth:`PolicyOpponent.sync_pool`);
-  one snapshot is drawn per battle (uniformly, seeded) and sampled from. With an
-  empty pool it plays random legal moves.
+  one snapshot is drawn per battle (uniformly, or by the weights the trainer pushes; seeded)
+  and sampled from. With an empty pool it plays random legal moves.
 
 Factories call ``torch.set_num_threads(1)``: workers share the CPU with the simulator.
 """
@@ -28,6 +28,7 @@ Factories call ``torch.set_num_threads(1)``: workers share the CPU with the simu
 from __future__ import annotations
 
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,21 +118,30 @@ class PolicyOpponent(Player):
         # battle_tag -> (policy, recurrent state) of the battles being played
         self._states: OrderedDict[str, tuple[FrozenPolicy | None, Any]] = OrderedDict()
         self._warned_empty = False
+        self.weights: dict[int, float] = {}  # snapshot id -> draw weight (default 1)
         self.decisions = 0  # decisions made by a policy network (not random fallbacks)
 
     # -- pool management (called through ``envs.call("call_opponent", ...)``)
     def sync_pool(
-        self, add: Sequence[Mapping[str, Any]] = (), keep: Sequence[int] | None = None
+        self,
+        add: Sequence[Mapping[str, Any]] = (),
+        keep: Sequence[int] | None = None,
+        weights: Mapping[int, float] | None = None,
     ) -> list[int]:
-        """Add ``add`` snapshots, then keep only the ids in ``keep`` (``None``: all).
-
-        Returns the pool's ids. Battles in progress keep the policy they started with.
-        """
+        """Add ``add`` snapshots, then keep only the ids in ``keep`` (``None``: all); with
+        ``weights`` (snapshot id -> weight; ids it does not name weigh 1), later battles draw
+        their snapshot in proportion (a league sampled by how often it still beats the
+        learner). Returns the pool's ids. Battles in progress keep the policy they started
+        with."""
         for snapshot in add:
             self.pool.append(FrozenPolicy.from_snapshot(snapshot))
         if keep is not None:
             wanted = set(keep)
             self.pool = [p for p in self.pool if p.id in wanted]
+        if weights is not None:
+            if any(not math.isfinite(w) or w < 0 for w in weights.values()):
+                raise ValueError(f"pool weights must be finite and >= 0, got {dict(weights)}")
+            self.weights = {int(k): float(v) for k, v in weights.items()}
         return self.pool_ids()
 
     def pool_ids(self) -> list[int]:
@@ -143,6 +153,7 @@ class PolicyOpponent(Player):
         return {
             "ids": self.pool_ids(),
             "checksums": {p.id: p.checksum for p in self.pool},
+            "weights": {p.id: self.weights.get(p.id, 1.0) for p in self.pool},
             "decisions": self.decisions,
         }
 
@@ -163,8 +174,17 @@ class PolicyOpponent(Player):
             self._encoders[name] = make_encoder(name)
         return self._encoders[name]
 
+    def _draw(self) -> FrozenPolicy | None:
+        """A pool member for a new battle: uniform, or by the pushed weights."""
+        if not self.pool:
+            return None
+        weights = np.array([self.weights.get(p.id, 1.0) for p in self.pool])
+        if weights.sum() <= 0:
+            return self.pool[int(self._rng.integers(len(self.pool)))]
+        return self.pool[int(self._rng.choice(len(self.pool), p=weights / weights.sum()))]
+
     def _start_battle(self, tag: str) -> tuple[FrozenPolicy | None, Any]:
-        policy = self.pool[int(self._rng.integers(len(self.pool)))] if self.pool else None
+        policy = self._draw()
         state = policy.network.initial_state(1) if policy is not None else ()
         self._states[tag] = (policy, state)
         while len(self._states) > _MAX_TRACKED_BATTLES:

@@ -236,4 +236,12 @@ def _selfplay_checks(cfg: TrainConfig) -> list[Check]:
             "selfplay.promote_win_rate must be in (0, 1] (or null: push every `every` updates)",
         ),
         (s.promote_window >= 1, "selfplay.promote_window must be >= 1"),
+        (
+            s.sampling in ("uniform", "pfsp"),
+            f"selfplay.sampling must be uniform|pfsp, got {s.sampling!r}",
+        ),
+        (
+            s.pfsp_power > 0 and s.pfsp_window >= 1,
+            "selfplay.pfsp_power must be > 0 and selfplay.pfsp_window >= 1",
+        ),
     ]

@@ -62,6 +62,12 @@ class SelfPlayConfig:
     # a snapshot every `every` updates
     promote_win_rate: float | None = None
     promote_window: int = 50  # battles against the newest member the gate looks at
+    # how a battle against `self` picks its snapshot: uniform, or pfsp (prioritized
+    # fictitious self-play: weight (1 - p)^pfsp_power, p = the learner's win rate against
+    # that snapshot over its last pfsp_window battles, so members it still loses to play more)
+    sampling: str = "uniform"
+    pfsp_power: float = 2.0
+    pfsp_window: int = 100
 
 
 @dataclass

@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from mapleenv.policies import make_snapshot, policy_from_snapshot
@@ -110,6 +111,52 @@ class PromotionGate:
         self.results.clear()
 
 
+class League:
+    """The learner's last ``window`` results against each pool member and the draw weights
+    they give (prioritized fictitious self-play): ``(1 - p)^power``, ``p`` the learner's
+    win rate against the member, smoothed toward 1/2 (``(wins + 1) / (battles + 2)``), so a
+    member it still loses to is met more often and one it always beats rarely, but never
+    never; a new member starts at ``p = 1/2``."""
+
+    def __init__(self, power: float, window: int):
+        self.power, self.window = power, window
+        self.results: dict[int, deque[bool]] = {}
+
+    def record(self, results: Sequence[tuple[int, bool]]) -> None:
+        for snapshot_id, won in results:
+            window = self.results.setdefault(int(snapshot_id), deque(maxlen=self.window))
+            window.append(bool(won))
+
+    def forget_all_but(self, ids: Sequence[int]) -> None:
+        """Drop the results of members that left the pool."""
+        self.results = {i: r for i, r in self.results.items() if i in set(ids)}
+
+    def win_rate(self, snapshot_id: int) -> float:
+        """The smoothed win rate ``p`` the weights use."""
+        results = self.results.get(snapshot_id, ())
+        return (sum(results) + 1) / (len(results) + 2)
+
+    def weights(self, ids: Sequence[int]) -> dict[int, float]:
+        return {i: (1.0 - self.win_rate(i)) ** self.power for i in ids}
+
+    def metrics(self, ids: Sequence[int]) -> dict[str, float]:
+        """The learner's raw win rate over the league's members (mean) and against the one it
+        beats least (NaN before any result)."""
+        rates = [sum(r) / len(r) for i, r in self.results.items() if r and i in set(ids)]
+        return {
+            "selfplay/league_win_rate": float(np.mean(rates)) if rates else math.nan,
+            "selfplay/hardest_win_rate": min(rates) if rates else math.nan,
+        }
+
+    def state_dict(self) -> dict[str, list[bool]]:
+        return {str(i): list(r) for i, r in self.results.items()}
+
+    def load_state_dict(self, state: Mapping[str, Sequence[bool]]) -> None:
+        self.results = {}
+        for key, results in state.items():
+            self.record([(int(key), bool(won)) for won in results])
+
+
 class SelfPlay:
     """Keeps the pool and pushes it to the workers of ``envs`` (see module docs)."""
 
@@ -125,12 +172,14 @@ class SelfPlay:
             if cfg.promote_win_rate is not None
             else None
         )
+        self.league = League(cfg.pfsp_power, cfg.pfsp_window) if cfg.sampling == "pfsp" else None
 
     @property
     def columns(self) -> tuple[str, ...]:
         """Metrics columns: snapshots added so far, and the gate's current win rate."""
         gate = ("selfplay/newest_win_rate",) if self.gate is not None else ()
-        return ("selfplay/promotions", *gate)
+        league = ("selfplay/league_win_rate", "selfplay/hardest_win_rate") if self.league else ()
+        return ("selfplay/promotions", *gate, *league)
 
     @classmethod
     def for_env(cls, cfg: SelfPlayConfig, env_cfg: Any, envs: Any) -> SelfPlay | None:
@@ -144,7 +193,10 @@ class SelfPlay:
 
     def _sync(self, added: Sequence[Mapping[str, Any]]) -> None:
         keep = self.pool.ids()
-        results = self.envs.call("call_opponent", "sync_pool", list(added), keep)
+        args: list[Any] = [list(added), keep]
+        if self.league is not None:
+            args.append(self.league.weights(keep))
+        results = self.envs.call("call_opponent", "sync_pool", *args)
         bad = [i for i, ids in enumerate(results) if list(ids) != keep]
         if bad:
             raise RuntimeError(f"self-play pool out of sync in env(s) {bad}: expected {keep}")
@@ -174,6 +226,8 @@ class SelfPlay:
         row = {}
         if self.gate is not None:
             row["selfplay/newest_win_rate"] = self.gate.win_rate
+        if self.league is not None:
+            self.league.record(results)
         if promote:
             newest = self.pool.ids()[-1]
             snapshot = self.pool.add(policy, self.encoder)
@@ -193,12 +247,23 @@ class SelfPlay:
                 self.gate.reset()
             else:
                 log.debug("self-play: snapshot %d pushed; pool %s", snapshot["id"], self.pool.ids())
+        elif self.league is not None:
+            self._sync([])  # the weights follow the latest results
+        if self.league is not None:
+            self.league.forget_all_but(self.pool.ids())
+            row |= self.league.metrics(self.pool.ids())
         row["selfplay/promotions"] = float(self.promotions)
         return row
 
     def state_dict(self) -> dict[str, Any]:
         gate = list(self.gate.results) if self.gate is not None else []
-        return {**self.pool.state_dict(), "promotions": self.promotions, "gate_results": gate}
+        league = self.league.state_dict() if self.league is not None else {}
+        return {
+            **self.pool.state_dict(),
+            "promotions": self.promotions,
+            "gate_results": gate,
+            "league_results": league,
+        }
 
     def load_state_dict(self, state: Mapping[str, Any] | None) -> None:
         if state:
@@ -206,3 +271,5 @@ class SelfPlay:
             self.promotions = int(state.get("promotions", 0))
             if self.gate is not None:
                 self.gate.results.extend(bool(w) for w in state.get("gate_results", []))
+            if self.league is not None:
+                self.league.load_state_dict(state.get("league_results") or {})
