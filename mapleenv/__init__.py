@@ -24,6 +24,7 @@ if MEMORY_ENV_ID not in registry:
 
 _LAZY = {
     "PokemonEnv": "mapleenv.env",
+    "EnvSpec": "mapleenv.spec",
     "BattleAborted": "mapleenv.backends",
     "register_backend": "mapleenv.backends",
     "make_vector_env": "mapleenv.vector.local",

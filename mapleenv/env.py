@@ -10,9 +10,9 @@ are played through inside a step.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,199 +26,140 @@ from poke_env.player.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from mapleenv.actions import action_space_size, describe_legal, legal_actions, mask_from_legal
-from mapleenv.backends import (
-    BACKENDS,
-    BattleAborted,
-    BattleBackend,
-    available_backends,
-    backend_available,
-)
+from mapleenv.backends import BattleAborted, BattleBackend, backend_factory
 from mapleenv.backends.websocket import ShowdownBackend, wait_for_server
-from mapleenv.encoders import BattleEncoder, make_encoder, observation_box
+from mapleenv.encoders import make_encoder, observation_box
 from mapleenv.opponents import make_opponent
 from mapleenv.plugins import import_plugins
 from mapleenv.replays import save_replay
-from mapleenv.reward import RewardConfig, RewardFn, make_reward
-from mapleenv.showdown.formats import check_format
-from mapleenv.showdown.package import ShowdownError, external_server
+from mapleenv.reward import make_reward
+from mapleenv.showdown.package import ShowdownError
 from mapleenv.showdown.server import ShowdownServer
 from mapleenv.showdown.teams import TeamPool, team_pool
+from mapleenv.spec import ON_ILLEGAL, EnvSpec
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BattleAborted", "PokemonEnv"]
+__all__ = ["ON_ILLEGAL", "BattleAborted", "EnvSpec", "PokemonEnv"]
 
-ON_ILLEGAL = ("default", "raise")
-"""Values of ``PokemonEnv(on_illegal=...)``."""
+
+def env_spec(args: tuple = (), spec: EnvSpec | None = None, **settings: Any) -> EnvSpec:
+    """The checked spec of ``PokemonEnv(*args, spec=spec, **settings)``: ``spec`` (with
+    ``settings`` replaced in it) or ``EnvSpec(*args, **settings)``."""
+    if spec is None:
+        spec = EnvSpec(*args, **settings)
+    elif args:
+        raise TypeError("PokemonEnv: give the settings in spec=, or as arguments, not both")
+    elif settings:
+        spec = dataclasses.replace(spec, **settings)
+    return spec.checked()
 
 
 class PokemonEnv(gymnasium.Env):
     """Singles battles against a fixed opponent; one battle per episode.
 
-    Args:
-        battle_format: a singles Showdown format (``gen9randombattle``...).
-        opponent: an opponent name (:func:`mapleenv.opponents.make_opponent`) or a
-            non-listening poke-env ``Player``.
-        server: ``None`` starts an embedded :class:`ShowdownServer` (stopped by
-            :meth:`close`); or a ``ShowdownServer``, a poke-env
-            ``ServerConfiguration``, or ``"host:port"`` / ``ws://...``.
-        encoder: encoder name or instance (:mod:`mapleenv.encoders`).
-        reward: the reward weights: :class:`RewardConfig`, a mapping of its fields, or
-            ``None``.
-        reward_fn: the reward (:mod:`mapleenv.reward`): ``"shaped"`` (the weighted
-            reward), a name given to :func:`~mapleenv.reward.register_reward`,
-            ``"module:factory"``, or a :class:`~mapleenv.reward.RewardFn`.
-        log_dir: where an embedded server keeps its directory and log.
-        max_turns: truncate the episode once the battle reaches this turn.
-        seed: seed of the first ``reset`` (Showdown's team generation and the
-            baseline opponents are not seeded by the websocket backend).
-        backend: ``"server"`` or a name given to :func:`register_backend`.
-        backend_kwargs: extra arguments of a registered backend's factory.
-        timeout: longest wait for the server during one step (s).
-        reconnect_timeout: how long ``reset`` waits for a non-embedded server to come
-            back after its connection was lost (s).
-        team: the agent's team for formats that need one: a team file or folder (one
-            team drawn per battle, seeded by ``seed``), team text (export or packed),
-            loaded ``Team`` objects or a poke-env ``Teambuilder``; files and text are checked
-            with the simulator's validator (:mod:`mapleenv.showdown.teams`).
-        opponent_team: the opponent's team, the same kinds (default: ``team``).
-        plugins: modules imported first (they may register encoders, opponents,
-            rewards, backends in the process that builds the env; ``docs/extending.md``).
-        record_dir: write each battle's agent-side websocket frames there (JSONL).
-        replay_dir: write each finished battle's HTML replay there
-            (:mod:`mapleenv.replays`).
-        teacher: an opponent name (e.g. ``"heuristic"``) whose choice for the agent's own
-            decision is added to every observation as ``teacher_action`` (int64 ``[1]``,
-            the action index, ``-1`` if its order is not a legal action): the target of
-            the trainer's kickstarting loss (``algo.kickstart_coef``).
-        on_illegal: what ``step`` does with an action the mask rules out: ``"default"``
-            plays the simulator's default choice and sets ``info["illegal_action"]``
-            (so generic checkers and unmasked learners run); ``"raise"`` raises
-            ``ValueError`` (Maple's trainer and evaluator use it: they only send legal
-            actions, so one is a bug). docs/rl_libraries.md.
+    ``PokemonEnv(spec=EnvSpec(...))``, or the spec's settings as arguments:
+    ``PokemonEnv(battle_format, opponent, server, encoder, reward, log_dir, max_turns,
+    seed, *, backend=..., team=..., on_illegal=..., ...)`` (every field of
+    :class:`mapleenv.spec.EnvSpec`, which documents them); ``spec=`` with settings
+    replaces those in it. With no ``server`` and no ``backend``, battles run on the direct
+    simulator backend (``$MAPLE_BACKEND`` overrides); ``backend="server"`` with no server
+    starts an embedded local Showdown server, stopped by :meth:`close`; a given server
+    implies ``backend="server"``. A spec that is already checked (as a vector env's
+    workers get it) is not checked again: no format or team check per worker.
 
     ``info`` at the end of an episode holds ``won`` (False for a loss, a tie or a
     max_turns truncation), ``battle_tag``, ``turns`` and ``opponent`` (its name; a
     mix names the one it drew, see :mod:`mapleenv.opponents.mix`), and
     ``opponent_policy_id`` when a frozen policy from a self-play pool played; an aborted
     battle (server lost, timeout) ends with ``truncated=True`` and ``info["aborted"]`` (and no
-    ``won``), and the next ``reset`` reconnects.
+    ``won``), and the next ``reset`` reconnects. With ``teacher``, every observation also
+    holds ``teacher_action`` (int64 ``[1]``, the teacher's choice as an action index, -1 if
+    not a legal action). ``on_illegal``: docs/rl_libraries.md.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(
-        self,
-        battle_format: str = "gen9randombattle",
-        opponent: str | Player = "random",
-        server: ServerConfiguration | ShowdownServer | str | None = None,
-        encoder: str | BattleEncoder = "simple",
-        reward: RewardConfig | Mapping[str, Any] | None = None,
-        log_dir: str | Path | None = None,
-        max_turns: int | None = None,
-        seed: int | None = None,
-        *,
-        backend: str = "server",
-        backend_kwargs: Mapping[str, Any] | None = None,
-        timeout: float = 60.0,
-        reconnect_timeout: float = 60.0,
-        team: Any = None,
-        opponent_team: Any = None,
-        plugins: Iterable[str] = (),
-        record_dir: str | Path | None = None,
-        replay_dir: str | Path | None = None,
-        teacher: str | None = None,
-        reward_fn: str | RewardFn = "shaped",
-        on_illegal: str = "default",
-    ):
-        if on_illegal not in ON_ILLEGAL:
-            raise ValueError(f"on_illegal must be one of {ON_ILLEGAL}, got {on_illegal!r}")
-        self.on_illegal = on_illegal
-        import_plugins(plugins)
-        fmt = battle_format.lower()
-        if "double" in fmt or "vgc" in fmt or "multi" in fmt:
-            raise ValueError(f"{battle_format!r}: only singles formats are supported")
-        try:
-            self.gen = GenData.from_format(battle_format).gen
-        except Exception as exc:
-            raise ValueError(f"bad battle_format {battle_format!r}: {exc}") from exc
-        # Maple runs the pinned simulator itself (an external server may have formats
-        # and rules of its own)
-        own_simulator = backend == "direct" or server is None or isinstance(server, ShowdownServer)
-        if own_simulator:
-            check_format(battle_format, has_team=team is not None)
-        if max_turns is not None and max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1 or None, got {max_turns}")
-        self.battle_format = battle_format
-        self.max_turns = max_turns
-        self.timeout = timeout
-        self.reconnect_timeout = reconnect_timeout
-        self.team = team_pool(team, battle_format, seed=seed, key="team", validate=own_simulator)
-        self.opponent_team = team_pool(
-            team if opponent_team is None else opponent_team,
-            battle_format,
-            seed=seed,
-            stream=1,  # its own stream of draws: not always the agent's team
-            key="team" if opponent_team is None else "opponent_team",
-            validate=own_simulator,
-        )
-        self.record_dir = record_dir
-        self.replay_dir = replay_dir
-        self.encoder = make_encoder(encoder)
-        self.reward_tracker = make_reward(reward_fn, reward)
+    def __init__(self, *args: Any, spec: EnvSpec | None = None, **settings: Any):
+        spec = env_spec(args, spec, **settings)
+        self.env_spec = spec
+        import_plugins(spec.plugins)  # registrations are per process (workers too)
+        self.gen = GenData.from_format(spec.battle_format).gen
+        self._build_players(spec)
+        self._build_spaces()
+        self._setup_server(spec)
+        self._backend: BattleBackend | None = None
+        self._battle: Battle | None = None
+        self._legal: dict[int, BattleOrder] = {}
+        self._last_obs: dict[str, np.ndarray] | None = None
+        self._episode_over = True
+        self._seed = spec.seed
+        self._closed = False
+
+    def _build_players(self, spec: EnvSpec) -> None:
+        """The encoder, reward, opponent, teacher and team pools of this env."""
+        fmt, seed = spec.battle_format, spec.seed
+        self.encoder = make_encoder(spec.encoder)
+        self.reward_tracker = make_reward(spec.reward_fn, spec.reward)
+        opponent = spec.opponent
         self.opponent = (
             opponent
             if isinstance(opponent, Player)
-            else make_opponent(opponent, battle_format=battle_format, seed=seed)
+            else make_opponent(opponent, battle_format=fmt, seed=seed)
         )
         self.opponent_name = opponent if isinstance(opponent, str) else type(opponent).__name__
+        teacher = spec.teacher
+        self.teacher = (
+            None if teacher is None else make_opponent(teacher, battle_format=fmt, seed=seed)
+        )
+        # the spec's teams are loaded; the opponent draws from its own stream
+        self.team = team_pool(spec.team, fmt, seed=seed, validate=False)
+        opponent_team = spec.team if spec.opponent_team is None else spec.opponent_team
+        self.opponent_team = team_pool(opponent_team, fmt, seed=seed, stream=1, validate=False)
+
+    def _build_spaces(self) -> None:
         self.action_space = spaces.Discrete(action_space_size(self.gen))
         n_actions = int(self.action_space.n)
         obs_spaces: dict[str, spaces.Space] = {
             "observation": observation_box(self.encoder),
             "action_mask": spaces.Box(0, 1, (n_actions,), dtype=np.int8),
         }
-        self.teacher = (
-            None
-            if teacher is None
-            else make_opponent(teacher, battle_format=battle_format, seed=seed)
-        )
         if self.teacher is not None:
             obs_spaces["teacher_action"] = spaces.Box(-1, n_actions - 1, (1,), dtype=np.int64)
         self.observation_space = spaces.Dict(obs_spaces)
-        self.backend_name = backend
-        self.backend_kwargs = dict(backend_kwargs or {})
-        self.log_dir = log_dir
+
+    def _setup_server(self, spec: EnvSpec) -> None:
+        """The server backend's server: an embedded one (no server given), a managed
+        ``ShowdownServer`` or an external configuration."""
         self.server: ShowdownServer | None = None
         self._owns_server = False
         self._server_configuration: ServerConfiguration | None = None
-        if backend == "server":
-            if server is None:
-                self.server = ShowdownServer(log_dir=log_dir)
-                self._owns_server = True
-            elif isinstance(server, ShowdownServer):
-                self.server = server
-            elif isinstance(server, str):
-                self._server_configuration = external_server(server)
-            elif isinstance(server, ServerConfiguration):
-                self._server_configuration = server
-            else:
-                raise TypeError(
-                    f"server must be None, a ShowdownServer, a "
-                    f"ServerConfiguration or a URL, not {server!r}"
-                )
-        elif not backend_available(backend):
-            raise NotImplementedError(
-                f"backend {backend!r} is not available (registered: "
-                f"{', '.join(available_backends())}); see register_backend"
-            )
-        self._backend: BattleBackend | None = None
-        self._battle: Battle | None = None
-        self._legal: dict[int, BattleOrder] = {}
-        self._last_obs: dict[str, np.ndarray] | None = None
-        self._episode_over = True
-        self._seed = seed
-        self._closed = False
+        if spec.backend != "server":
+            return
+        if spec.server is None:
+            self.server = ShowdownServer(log_dir=spec.log_dir, config=dict(spec.server_config))
+            self._owns_server = True
+        elif isinstance(spec.server, ShowdownServer):
+            self.server = spec.server
+        else:
+            self._server_configuration = spec.server
+
+    # -- settings (the spec holds them)
+    @property
+    def battle_format(self) -> str:
+        return self.env_spec.battle_format
+
+    @property
+    def max_turns(self) -> int | None:
+        return self.env_spec.max_turns
+
+    @property
+    def on_illegal(self) -> str:
+        return self.env_spec.on_illegal
+
+    @property
+    def backend_name(self) -> str:
+        return str(self.env_spec.backend)
 
     # -- backend management
     def _server_config(self) -> ServerConfiguration:
@@ -227,29 +168,17 @@ class PokemonEnv(gymnasium.Env):
                 logger.warning("restarted %r", self.server)
             return self.server.server_configuration
         assert self._server_configuration is not None
-        wait_for_server(self._server_configuration, self.reconnect_timeout)
+        wait_for_server(self._server_configuration, self.env_spec.reconnect_timeout)
         return self._server_configuration
 
     def _make_backend(self, seed: int | None) -> BattleBackend:
+        teams = {"team": self.team, "opponent_team": self.opponent_team}
         if self.backend_name == "server":
-            return ShowdownBackend(
-                self._server_config(),
-                self.battle_format,
-                self.opponent,
-                team=self.team,
-                opponent_team=self.opponent_team,
-                timeout=self.timeout,
-                record_dir=self.record_dir,
+            return ShowdownBackend.from_spec(
+                self.env_spec, self._server_config(), opponent=self.opponent, **teams
             )
-        return BACKENDS[self.backend_name](
-            battle_format=self.battle_format,
-            opponent=self.opponent,
-            seed=seed,
-            log_dir=self.log_dir,
-            team=self.team,
-            **({} if self.team is None else {"opponent_team": self.opponent_team}),
-            **self.backend_kwargs,
-        )
+        factory = backend_factory(self.backend_name)
+        return factory(self.env_spec, opponent=self.opponent, seed=seed, **teams)
 
     def _drop_backend(self) -> None:
         backend, self._backend = self._backend, None
@@ -324,7 +253,8 @@ class PokemonEnv(gymnasium.Env):
         """Start a battle, retrying with backoff (0.25 s doubling to 5 s) for up to
         ``reconnect_timeout`` seconds: a killed simulator host or server is being restarted
         by its watchdog meanwhile."""
-        deadline = time.monotonic() + self.reconnect_timeout
+        reconnect_timeout = self.env_spec.reconnect_timeout
+        deadline = time.monotonic() + reconnect_timeout
         delay, attempt = 0.25, 0
         while True:
             attempt += 1
@@ -337,7 +267,7 @@ class PokemonEnv(gymnasium.Env):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ShowdownError(
-                        f"could not start a battle in {self.reconnect_timeout:.0f} s "
+                        f"could not start a battle in {reconnect_timeout:.0f} s "
                         f"({attempt} attempts): {exc}"
                     ) from exc
                 logger.warning("reset: %s; retrying in %.2f s (attempt %d)", exc, delay, attempt)
@@ -389,8 +319,9 @@ class PokemonEnv(gymnasium.Env):
             policy_id = policy_id_for(battle.battle_tag) if callable(policy_id_for) else None
             if policy_id is not None:  # a frozen policy played (self-play's promotion gate)
                 info["opponent_policy_id"] = int(policy_id)
-            if self.replay_dir is not None:
-                save_replay(battle, Path(self.replay_dir) / f"{battle.battle_tag}.html")
+            replay_dir = self.env_spec.replay_dir
+            if replay_dir is not None:
+                save_replay(battle, Path(replay_dir) / f"{battle.battle_tag}.html")
         if illegal:
             info["illegal_action"] = True
         return obs, float(reward), terminated, truncated, info

@@ -64,6 +64,7 @@ def main() -> None:
         battle_format=args.format,
         opponent=args.opponent,
         server=args.server,
+        backend="server",  # an embedded server without --server (the frames need one)
         max_turns=args.max_turns,
         record_dir=args.record,
         log_dir=args.log_dir,

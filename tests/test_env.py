@@ -72,7 +72,7 @@ def test_full_episode_against_each_opponent(backend, opponent):
 @pytest.mark.integration
 def test_gym_make_battles_survive_server_kills_and_close_leaves_nothing(no_new_threads):
     before = set(child_node_pids())
-    env = gymnasium.make(mapleenv.ENV_ID, opponent="random")
+    env = gymnasium.make(mapleenv.ENV_ID, opponent="random", backend="server")  # embedded
     rng = np.random.default_rng(2)
     try:
         assert env.observation_space["observation"].shape == (116,)

@@ -1,11 +1,13 @@
 """Unit tests of the Ray sharding helpers: no Ray instance, no server needed."""
 
+import dataclasses
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from mapleenv.spec import EnvSpec
 from mapleenv.vector.ray import (
     ShardFailedError,
     _shard_kwargs,
@@ -78,3 +80,11 @@ def test_shard_failed_error_names_shard_node_and_cause():
 def test_single_machine_path_does_not_import_ray():
     code = "import sys, mapleenv, mapleenv.vector.ray; sys.exit(1 if 'ray' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+def test_shard_kwargs_give_each_shard_its_seed_and_log_dir_in_the_spec(tmp_path):
+    spec = EnvSpec(seed=10, log_dir=tmp_path, max_turns=7)
+    kwargs = _shard_kwargs({"spec": spec, "context": "spawn"}, 1, range(4, 8))
+    assert kwargs["context"] == "spawn"
+    assert kwargs["spec"] == dataclasses.replace(spec, seed=14, log_dir=str(tmp_path / "shard1"))
+    assert _shard_kwargs({"spec": EnvSpec()}, 1, range(4, 8))["spec"] == EnvSpec()

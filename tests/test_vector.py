@@ -107,7 +107,7 @@ def test_unknown_backend_and_bad_sizes():
         make_vector_env(0)
     with pytest.raises(ValueError, match="unknown reward key"):
         make_vector_env(1, reward={"nope": 1})
-    with pytest.raises(ValueError, match="server_url needs backend='server'"):
+    with pytest.raises(ValueError, match="needs backend='server'"):
         make_vector_env(1, backend="direct", server_url="127.0.0.1:8000")
     with pytest.raises(ValueError, match="sim_hosts"):
         make_vector_env(1, backend="direct", sim_hosts=-1)

@@ -22,7 +22,7 @@ from poke_env.ps_client import AccountConfiguration
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from mapleenv.actions import teampreview_in_order
-from mapleenv.backends import BattleAborted
+from mapleenv.backends import BackendSpec, BattleAborted
 from mapleenv.opponents import opponent_battles, unique_username
 from mapleenv.showdown.package import ShowdownError, port_is_open
 
@@ -201,6 +201,27 @@ class ShowdownBackend:
         self._closed = False
         self.agent.connect()
         self.rival.connect()
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: BackendSpec,
+        server_configuration: ServerConfiguration,
+        *,
+        opponent: Player,
+        team: Any = None,
+        opponent_team: Any = None,
+    ) -> ShowdownBackend:
+        """An env's backend: format, step ``timeout``, ``record_dir`` from its spec."""
+        return cls(
+            server_configuration,
+            spec.battle_format,
+            opponent,
+            team=team,
+            opponent_team=opponent_team,
+            timeout=spec.timeout,
+            record_dir=spec.record_dir,
+        )
 
     @property
     def connected(self) -> bool:

@@ -16,7 +16,8 @@ from mapleenv.showdown.package import (
     free_port,
     port_is_open,
 )
-from mapleenv.showdown.server import ServerPool, ShowdownServer
+from mapleenv.showdown.pool import ServerPool
+from mapleenv.showdown.server import ShowdownServer
 from mapleenv.showdown.teams import TeamPool, read_teams, team_pool
 
 __all__ = [

@@ -24,50 +24,43 @@ event-loop threads) and import only ``mapleenv`` (no torch, no CUDA).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import multiprocessing
 import os
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from mapleenv.backends import available_backends, backend_available
 from mapleenv.env import PokemonEnv
 from mapleenv.plugins import import_plugins
-from mapleenv.reward import RewardConfig
-from mapleenv.showdown.formats import check_format
-from mapleenv.showdown.package import external_server
+from mapleenv.showdown.pool import ServerPool
 from mapleenv.showdown.process import die_with_parent
-from mapleenv.showdown.server import ServerPool
-from mapleenv.showdown.teams import read_teams
+from mapleenv.spec import BACKEND_ENV_VAR, EnvSpec, default_backend
 from mapleenv.vector.masks import action_masks
 
 logger = logging.getLogger(__name__)
 
-BACKEND_ENV_VAR = "MAPLE_BACKEND"
-"""Environment variable naming the backend used when none is given (tests run both)."""
+__all__ = [
+    "BACKEND_ENV_VAR",
+    "ShowdownVectorEnv",
+    "default_backend",
+    "make_vector_env",
+]
 
 
-def _worker_env(**kwargs: Any) -> PokemonEnv:
-    """Builds an env; in an env worker, first ties the worker's life to its parent's.
+def _worker_env(spec: EnvSpec) -> PokemonEnv:
+    """Builds an env from its (checked) spec; in an env worker, first ties the worker's
+    life to its parent's.
 
     ``AsyncVectorEnv`` also calls this in the parent process (for the spaces): there it
     must not set PDEATHSIG, or the trainer would die with the shell that started it."""
     if multiprocessing.parent_process() is not None:
         die_with_parent()
-    return PokemonEnv(**kwargs)
-
-
-def default_backend(server_url: str | None = None) -> str:
-    """The backend for ``backend=None``/``"auto"``: ``server`` with an external
-    ``server_url``, else ``$MAPLE_BACKEND`` or ``direct``."""
-    if server_url is not None:
-        return "server"
-    return os.environ.get(BACKEND_ENV_VAR) or "direct"
+    return PokemonEnv(spec=spec)
 
 
 class _Pool(Protocol):
@@ -114,100 +107,34 @@ class ShowdownVectorEnv(AsyncVectorEnv):
 
 def make_vector_env(
     num_envs: int,
+    spec: EnvSpec | None = None,
     *,
-    battle_format: str = "gen9randombattle",
-    opponent: str = "random",
-    servers: int = 1,
     server_url: str | None = None,
-    log_dir: str | Path | None = None,
-    encoder: str = "simple",
-    reward: RewardConfig | Mapping[str, Any] | None = None,
-    max_turns: int | None = None,
-    backend: str | None = None,
-    sim_hosts: int | None = None,
     context: str = "spawn",
-    seed: int | None = None,
     autoreset_mode: AutoresetMode | str | None = None,
     watchdog_interval: float = 1.0,
-    server_config: Mapping[str, Any] | None = None,
-    **env_kwargs: Any,
+    **settings: Any,
 ) -> ShowdownVectorEnv:
     """``num_envs`` :class:`PokemonEnv` in ``AsyncVectorEnv`` workers (shared memory).
 
-    ``server_url`` uses an external server instead of starting ``servers`` local ones
-    (``server_config``: extra Showdown config values for those, see
-    :data:`mapleenv.showdown.config.DEFAULT_CONFIG`); ``seed`` seeds env ``i`` with ``seed + i``;
-    ``env_kwargs`` go to every
-    :class:`PokemonEnv` (e.g. ``timeout``, ``plugins``, ``reward_fn``, ``backend_kwargs``,
-    ``team`` and ``opponent_team``: team files or folders are read and validated here, once,
-    and the workers get the packed teams; env ``i`` draws its teams with its own seed;
-    ``plugins`` are imported here first too). ``backend``:
-    ``None``/``"auto"`` (:func:`default_backend`), ``"server"``, ``"direct"`` (with
-    ``sim_hosts`` shared hosts, see module docs) or a name given to
+    The envs' settings are one :class:`~mapleenv.spec.EnvSpec`: ``spec``, or built from
+    ``settings`` (its fields: ``battle_format``, ``opponent``, ``encoder``, ``reward``,
+    ``max_turns``, ``backend``, ``sim_hosts``, ``servers``, ``server_config``, ``seed``,
+    ``team``, ``plugins``, ``timeout``...; with ``spec``, settings replace its values).
+    It is checked here, once (format, teams: the workers get the packed teams and do not
+    check again). ``server_url`` uses an external server (``spec.server``) instead of
+    starting ``servers`` local ones; ``seed`` seeds env ``i`` with ``seed + i``.
+    ``backend``: ``None``/``"auto"`` (:func:`default_backend`), ``"server"``, ``"direct"``
+    (with ``sim_hosts`` shared hosts, see module docs) or a name given to
     ``mapleenv.backends.register_backend``.
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-    if servers < 1:
-        raise ValueError(f"servers must be >= 1, got {servers}")
-    if sim_hosts is not None and sim_hosts < 0:
-        raise ValueError(f"sim_hosts must be >= 0 or None, got {sim_hosts}")
-    # here too, before the checks below: a plugin may register the backend
-    import_plugins(env_kwargs.get("plugins") or ())
-    if backend is None or backend == "auto":
-        backend = default_backend(server_url)
-    if server_url is not None and backend != "server":
-        raise ValueError(f"server_url needs backend='server' (got backend={backend!r})")
-    if server_url is None:  # before any worker starts (an external server has its own list)
-        check_format(battle_format, has_team=env_kwargs.get("team") is not None)
-    for key in ("team", "opponent_team"):  # read and validated once, here
-        if isinstance(env_kwargs.get(key), str | Path):
-            validate_for = battle_format if server_url is None else None
-            env_kwargs[key] = read_teams(env_kwargs[key], validate_for, key=key)
-    if not backend_available(backend):
-        raise NotImplementedError(
-            f"backend {backend!r} is not available (registered: "
-            f"{', '.join(available_backends())}); see mapleenv.backends.register_backend"
-        )
-    reward_config = RewardConfig.from_value(reward)
-    pool: _Pool | None = None
-    configurations: list[Any] = [None] * num_envs
-    if backend == "direct" and sim_hosts != 0:
-        from mapleenv.backends.direct.pool import SimHostPool  # registers the backend too
-
-        hosts = SimHostPool(min(sim_hosts or os.cpu_count() or 1, num_envs)).start()
-        hosts.start_watchdog(watchdog_interval)
-        pool = hosts
-        env_kwargs["backend_kwargs"] = {
-            **(env_kwargs.get("backend_kwargs") or {}),
-            "host_pool": hosts.spec,
-        }
-    elif backend == "server":
-        if server_url is not None:
-            configurations = [external_server(server_url)] * num_envs
-        else:
-            pool = ServerPool(
-                min(servers, num_envs), log_dir=log_dir, config=dict(server_config or {})
-            )
-            pool.start()
-            pool.start_watchdog(watchdog_interval)
-            configurations = [pool.configuration_for(i) for i in range(num_envs)]
-    common = dict(
-        battle_format=battle_format,
-        opponent=opponent,
-        encoder=encoder,
-        reward=reward_config,
-        log_dir=log_dir,
-        max_turns=max_turns,
-        backend=backend,
-        **env_kwargs,
-    )
-    env_fns = [
-        functools.partial(
-            _worker_env, server=configurations[i], seed=None if seed is None else seed + i, **common
-        )
-        for i in range(num_envs)
-    ]
+    if server_url is not None:
+        settings["server"] = server_url
+    spec = _checked_spec(spec, settings)
+    pool, specs = _start_pool(spec, num_envs, watchdog_interval)
+    env_fns = [functools.partial(_worker_env, env) for env in specs]
     vector_kwargs: dict[str, Any] = {"shared_memory": True, "context": context}
     if autoreset_mode is not None:
         vector_kwargs["autoreset_mode"] = AutoresetMode(autoreset_mode)
@@ -217,3 +144,42 @@ def make_vector_env(
         if pool is not None:
             pool.stop()
         raise
+
+
+def _checked_spec(spec: EnvSpec | None, settings: dict[str, Any]) -> EnvSpec:
+    """The run's spec (``spec`` with ``settings`` replaced, or built from them), checked;
+    a given server must be an address the workers can reach."""
+    if spec is None:
+        spec = EnvSpec(**settings)
+    elif settings:
+        spec = dataclasses.replace(spec, **settings)
+    if spec.server is not None and not isinstance(spec.server, ServerConfiguration):
+        raise ValueError("make_vector_env: give the server as a URL (server_url=...)")
+    import_plugins(spec.plugins)  # a checked spec from elsewhere (a Ray shard) too
+    return spec.checked()
+
+
+def _start_pool(
+    spec: EnvSpec, num_envs: int, watchdog_interval: float
+) -> tuple[_Pool | None, list[EnvSpec]]:
+    """The shared simulator hosts or servers of the envs (started, watched), and each
+    env's spec: its seed (``seed + i``) and its host pool or server."""
+    seeds = [None if spec.seed is None else spec.seed + i for i in range(num_envs)]
+    specs = [dataclasses.replace(spec, seed=seed) for seed in seeds]
+    if spec.backend == "direct" and spec.sim_hosts != 0:
+        from mapleenv.backends.direct.pool import SimHostPool  # registers the backend too
+
+        hosts = SimHostPool(min(spec.sim_hosts or os.cpu_count() or 1, num_envs)).start()
+        hosts.start_watchdog(watchdog_interval)
+        backend_kwargs = {**spec.backend_kwargs, "host_pool": hosts.spec}
+        return hosts, [dataclasses.replace(s, backend_kwargs=backend_kwargs) for s in specs]
+    if spec.backend == "server" and spec.server is None:
+        servers = ServerPool(
+            min(spec.servers, num_envs), log_dir=spec.log_dir, config=dict(spec.server_config)
+        )
+        servers.start()
+        servers.start_watchdog(watchdog_interval)
+        return servers, [
+            dataclasses.replace(s, server=servers.configuration_for(i)) for i, s in enumerate(specs)
+        ]
+    return None, specs

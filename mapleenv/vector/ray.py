@@ -21,6 +21,7 @@ needs it (`pip install -e ".[ray]"` installs it).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -32,6 +33,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from mapleenv.spec import EnvSpec
 from mapleenv.vector.batching import concatenate_batches, merge_infos, slice_batch, split_envs
 from mapleenv.vector.masks import action_masks
 from mapleenv.vector.shard import EnvFn, ShardActor, make_showdown_vector_env
@@ -315,11 +317,18 @@ def _describe_cause(ray: Any, exc: BaseException, timeout: float | None = None) 
 
 
 def _shard_kwargs(env_kwargs: dict[str, Any], shard: int, envs: range) -> dict[str, Any]:
+    """One shard's ``env_fn`` keywords: ``seed`` offset by its first env, ``log_dir`` in a
+    ``shard<k>`` subfolder (in the :class:`EnvSpec` under ``spec`` too)."""
     kwargs = dict(env_kwargs)
     if kwargs.get("seed") is not None:
         kwargs["seed"] = int(kwargs["seed"]) + envs.start
     if kwargs.get("log_dir") is not None:
         kwargs["log_dir"] = str(Path(kwargs["log_dir"]).absolute() / f"shard{shard}")
+    spec = kwargs.get("spec")
+    if isinstance(spec, EnvSpec):
+        seed = None if spec.seed is None else spec.seed + envs.start
+        log_dir = None if spec.log_dir is None else Path(spec.log_dir).absolute() / f"shard{shard}"
+        kwargs["spec"] = dataclasses.replace(spec, seed=seed, log_dir=log_dir)
     return kwargs
 
 
@@ -342,7 +351,12 @@ def make_ray_vector_env(
     `shards * cpus_per_shard` logical CPUs); `"auto"` joins the cluster this machine belongs
     to (`ray start`); `"HOST:6379"` joins that cluster; `"ray://HOST:10001"` uses Ray Client.
     Inside a Ray task (e.g. a job of Hydra's Ray launcher) the existing connection is used.
+    An :class:`EnvSpec` given as ``spec=`` is checked here, once (team files are read on
+    this machine), and each shard gets it with its own seed and log folder.
     """
+    spec = make_vector_env_kwargs.get("spec")
+    if isinstance(spec, EnvSpec):
+        make_vector_env_kwargs["spec"] = spec.checked()
     ray = _import_ray()
     if not ray.is_initialized():
         if address in (None, "local"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from multiprocessing import connection as mp_connection
@@ -178,67 +179,67 @@ def _make_gym(cfg: GymEnvConfig) -> VectorEnv:
 def _make_showdown(
     cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None
 ) -> VectorEnv:
-    try:
-        import mapleenv
-    except ImportError as exc:  # pragma: no cover - mapleenv ships with Maple
-        raise RuntimeError(f"env=showdown needs the mapleenv package: {exc}") from exc
-    make_vector_env = getattr(mapleenv, "make_vector_env", None)
-    if make_vector_env is None:
-        raise RuntimeError("mapleenv.make_vector_env is missing (mapleenv not built yet?)")
-    from mapleenv.opponents import opponent_spec
     from mapleenv.plugins import import_plugins
-    from mapleenv.vector import default_backend
 
     try:  # here first: a bad module name is one line, not a traceback from every worker
         import_plugins(cfg.plugins)
     except ValueError as exc:
         raise ConfigError(f"env.plugins: {exc}") from exc
-
-    backend = default_backend(cfg.server_url) if cfg.backend == "auto" else cfg.backend
-
-    kwargs = dict(
-        battle_format=cfg.battle_format,
-        team=cfg.team,
-        opponent_team=cfg.opponent_team,
-        opponent=opponent_spec(cfg.opponent),  # a mix mapping -> "mix:name=weight,..."
-        servers=cfg.servers,
-        server_url=cfg.server_url,
-        log_dir=str(log_dir) if log_dir is not None else None,
-        encoder=cfg.encoder,
-        reward=dict(cfg.reward) if cfg.reward is not None else None,
-        reward_fn=cfg.reward_fn,
-        plugins=list(cfg.plugins),
-        max_turns=cfg.max_turns,
-        backend=backend,
-        sim_hosts=cfg.sim_hosts,
-        teacher=cfg.teacher,
-        context=cfg.context,
-        seed=seed,
-        autoreset_mode=AutoresetMode.SAME_STEP,
-        on_illegal="raise",  # the policy samples masked actions: an illegal one is a bug
-    )
+    try:  # the one check of the run (format, teams); the workers get the checked spec
+        spec = showdown_spec(cfg, seed, log_dir)
+    except ValueError as exc:
+        raise ConfigError(f"env: {exc}") from exc
     log.info(
         "starting %d Showdown env(s) (%s, %s backend): %s vs %s",
         cfg.num_envs,
         cfg.vectorization,
-        backend,
+        spec.backend,
         cfg.battle_format,
         cfg.opponent,
     )
+    vector = dict(context=cfg.context, autoreset_mode=AutoresetMode.SAME_STEP)
     if cfg.vectorization == "ray":
         from mapleenv.vector import make_ray_vector_env
 
         if cfg.sim_hosts is None:  # one host per shard CPU, not per core of the node
-            kwargs["sim_hosts"] = max(1, round(cfg.ray.cpus_per_shard))
-
+            spec = dataclasses.replace(spec, sim_hosts=max(1, round(cfg.ray.cpus_per_shard)))
         return make_ray_vector_env(
             cfg.num_envs,
             cfg.ray.shards,
             cfg.ray.cpus_per_shard,
             cfg.ray.address,
             step_timeout_s=cfg.ray.step_timeout_s,
-            **kwargs,
+            spec=spec,
+            **vector,
         )
     if cfg.vectorization != "async":
         raise ValueError(f"env.vectorization must be 'async' or 'ray', got {cfg.vectorization!r}")
-    return make_vector_env(cfg.num_envs, **kwargs)
+    from mapleenv import make_vector_env
+
+    return make_vector_env(cfg.num_envs, spec, **vector)
+
+
+def showdown_spec(cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None) -> Any:
+    """The checked ``EnvSpec`` of ``env.*``: every setting the schema and the spec share by
+    name is copied as it is (a new env setting needs no line here), ``env.server_url`` is
+    the spec's ``server``, a mix mapping becomes its ``mix:...`` name; illegal actions
+    raise (the policy samples masked actions: one is a bug)."""
+    from mapleenv.opponents import opponent_spec
+    from mapleenv.spec import EnvSpec
+
+    shared = {f.name for f in dataclasses.fields(EnvSpec)} & {
+        f.name for f in dataclasses.fields(cfg)
+    }
+    values = {name: getattr(cfg, name) for name in shared}
+    return EnvSpec(
+        **values
+        | {
+            "server": cfg.server_url,
+            "opponent": opponent_spec(cfg.opponent),
+            "reward": dict(cfg.reward) if cfg.reward is not None else None,
+            "plugins": list(cfg.plugins),
+            "log_dir": str(log_dir) if log_dir is not None else None,
+            "seed": seed,
+            "on_illegal": "raise",
+        }
+    ).checked()

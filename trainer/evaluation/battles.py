@@ -141,92 +141,51 @@ def evaluate_policy(
     validated once for all opponents. ``plugins``: modules imported first and in every env
     worker (``docs/extending.md``).
     """
+    import dataclasses
+
     from mapleenv import make_vector_env
-    from mapleenv.opponents import uses_self_play
-    from mapleenv.plugins import import_plugins
-    from mapleenv.showdown import ServerPool, read_teams
-    from mapleenv.vector import default_backend
+    from mapleenv.showdown import ServerPool
 
     if battles < 1:
         raise ValueError(f"battles must be >= 1, got {battles}")
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-    if not opponents:
-        raise ValueError("no opponents to evaluate against")
-    import_plugins(plugins)
-    for name in opponents:
-        if uses_self_play(name):
-            raise ValueError(
-                f"opponent {name!r}: 'self' plays snapshots pushed during "
-                "training; evaluate against policy:<checkpoint> instead"
-            )
+    spec = _evaluation_spec(
+        opponents,
+        battle_format=battle_format,
+        team=team,
+        opponent_team=opponent_team,
+        server=server_url,
+        log_dir=log_dir,
+        encoder=encoder,
+        max_turns=max_turns,
+        backend=None if backend == "auto" else backend,
+        plugins=list(plugins),
+    )
     was_training = policy.training
     policy.eval()
     pool = None
-    if backend == "auto":
-        backend = default_backend(server_url)
-    teams: dict[str, Any] = {}
-    for key, value in (("team", team), ("opponent_team", opponent_team)):
-        if value is not None:  # validated by the pinned simulator unless a server is given
-            teams[key] = read_teams(value, battle_format if server_url is None else None, key=key)
-    if backend == "server" and server_url is None:
+    if spec.backend == "server" and spec.server is None:  # one local server for all
         pool = ServerPool(1, log_dir=log_dir).start()
-        server_url = pool.configuration_for(0).websocket_url
+        spec = dataclasses.replace(spec, server=pool.configuration_for(0))
     results = []
     scratch = tempfile.TemporaryDirectory(prefix="maple-eval-") if replay_dir is None else None
     logs_dir = Path(replay_dir if scratch is None else scratch.name)
     try:
         for k, name in enumerate(opponents):
-            env_kwargs: dict[str, Any] = {**teams, "plugins": list(plugins)}
-            env_kwargs["replay_dir"] = str(logs_dir / _safe_name(name))
-            quality = QualityLog(Path(env_kwargs["replay_dir"]), keep=scratch is None)
+            replays = str(logs_dir / _safe_name(name))
+            quality = QualityLog(Path(replays), keep=scratch is None)
             envs = make_vector_env(
                 min(num_envs, battles),
-                battle_format=battle_format,
-                opponent=name,
-                server_url=server_url,
-                log_dir=log_dir,
-                encoder=encoder,
-                max_turns=max_turns,
-                backend=backend,
-                seed=seed + 1000 * k,
+                dataclasses.replace(spec, opponent=name, replay_dir=replays, seed=seed + 1000 * k),
                 autoreset_mode="SameStep",
-                on_illegal="raise",  # masked sampling: an illegal action is a bug
-                **env_kwargs,
             )
-            done = 0
-
-            def on_battle(won: bool, name: str = name) -> None:
-                nonlocal done
-                done += 1
-                if progress is not None:
-                    progress(name, done, battles)
-
             try:
-                t0 = time.perf_counter()
-                wins, played, turns = play_battles(
-                    policy,
-                    envs,
-                    battles,
-                    device=device,
-                    sample=sample,
-                    seed=seed + k,
-                    on_battle=on_battle,
-                    on_tag=quality,
+                result = _play_opponent(
+                    policy, envs, name, battles, device, sample, seed + k, progress, quality
                 )
             finally:
                 envs.close()
-            result = OpponentResult(
-                name, played, wins, float(np.mean(turns)) if turns else math.nan, quality.summary()
-            )
-            log.info(
-                "vs %s: %d/%d won (%.1f%%) in %.0f s",
-                name,
-                wins,
-                played,
-                100 * result.win_rate,
-                time.perf_counter() - t0,
-            )
             results.append(result)
     finally:
         if pool is not None:
@@ -235,3 +194,68 @@ def evaluate_policy(
             scratch.cleanup()
         policy.train(was_training)
     return results
+
+
+def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:
+    """The one env spec of every opponent's envs, checked once (plugins imported, the
+    format checked, teams read and validated once)."""
+    from mapleenv.opponents import uses_self_play
+    from mapleenv.plugins import import_plugins
+    from mapleenv.spec import EnvSpec
+
+    if not opponents:
+        raise ValueError("no opponents to evaluate against")
+    import_plugins(settings["plugins"])
+    for name in opponents:
+        if uses_self_play(name):
+            raise ValueError(
+                f"opponent {name!r}: 'self' plays snapshots pushed during "
+                "training; evaluate against policy:<checkpoint> instead"
+            )
+    # masked sampling: an illegal action is a bug
+    return EnvSpec(**settings, on_illegal="raise").checked()
+
+
+def _play_opponent(
+    policy: torch.nn.Module,
+    envs: Any,
+    name: str,
+    battles: int,
+    device: torch.device | str,
+    sample: bool,
+    seed: int,
+    progress: Callable[[str, int, int], None] | None,
+    quality: QualityLog,
+) -> OpponentResult:
+    """``battles`` counted battles against one opponent on ``envs``, logged; ``quality``
+    counts each counted battle's play quality from its log."""
+    done = 0
+
+    def on_battle(won: bool) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(name, done, battles)
+
+    t0 = time.perf_counter()
+    wins, played, turns = play_battles(
+        policy,
+        envs,
+        battles,
+        device=device,
+        sample=sample,
+        seed=seed,
+        on_battle=on_battle,
+        on_tag=quality,
+    )
+    mean_turns = float(np.mean(turns)) if turns else math.nan
+    result = OpponentResult(name, played, wins, mean_turns, quality.summary())
+    log.info(
+        "vs %s: %d/%d won (%.1f%%) in %.0f s",
+        name,
+        wins,
+        played,
+        100 * result.win_rate,
+        time.perf_counter() - t0,
+    )
+    return result

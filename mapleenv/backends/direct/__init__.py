@@ -12,7 +12,7 @@ from mapleenv.backends.direct.pool import SimHostPool, claim_host
 from mapleenv.backends.direct.session import DirectBattle, order_to_choice
 
 if "direct" not in BACKENDS:
-    register_backend("direct", DirectBackend)
+    register_backend("direct", DirectBackend.from_spec, takes_spec=True)
 
 __all__ = [
     "DirectBackend",

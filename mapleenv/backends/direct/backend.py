@@ -28,7 +28,7 @@ from poke_env.player.player import Player
 from poke_env.teambuilder.constant_teambuilder import ConstantTeambuilder
 from poke_env.teambuilder.teambuilder import Teambuilder
 
-from mapleenv.backends import BattleAborted
+from mapleenv.backends import BackendSpec, BattleAborted
 from mapleenv.backends.direct.host import SimHost, SimHostConnection, SimHostError
 from mapleenv.backends.direct.pool import claim_host
 from mapleenv.backends.direct.session import DirectBattle
@@ -96,6 +96,27 @@ class DirectBackend:
         else:
             self.host = SimHost(showdown_dir)
         self.session: DirectBattle | None = None
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: BackendSpec,
+        *,
+        opponent: Player,
+        seed: int | None = None,
+        team: Any = None,
+        opponent_team: Any = None,
+    ) -> DirectBackend:
+        """The backend of an env: the format and the backend's own options
+        (``spec.backend_kwargs``: ``host_pool``, ``record``...) from its spec."""
+        return cls(
+            battle_format=spec.battle_format,
+            opponent=opponent,
+            seed=seed,
+            team=team,
+            opponent_team=opponent_team,
+            **spec.backend_kwargs,
+        )
 
     @property
     def battle(self) -> Battle | None:
