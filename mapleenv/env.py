@@ -31,7 +31,7 @@ from mapleenv.backends.websocket import ShowdownBackend, wait_for_server
 from mapleenv.encoders import make_encoder, observation_box
 from mapleenv.opponents import make_opponent
 from mapleenv.plugins import import_plugins
-from mapleenv.replays import save_replay
+from mapleenv.replays import protocol_log, save_replay
 from mapleenv.reward import make_reward
 from mapleenv.showdown.package import ShowdownError
 from mapleenv.showdown.server import ShowdownServer
@@ -69,9 +69,10 @@ class PokemonEnv(gymnasium.Env):
     workers get it) is not checked again: no format or team check per worker.
 
     ``info`` at the end of an episode holds ``won`` (False for a loss, a tie or a
-    max_turns truncation), ``battle_tag``, ``turns`` and ``opponent`` (its name; a
-    mix names the one it drew, see :mod:`mapleenv.opponents.mix`), and
-    ``opponent_policy_id`` when a frozen policy from a self-play pool played; an aborted
+    max_turns truncation), ``battle_tag``, ``turns``, ``player_role`` (the agent's side,
+    ``p1``/``p2``) and ``opponent`` (its name; a mix names the one it drew, see
+    :mod:`mapleenv.opponents.mix`), ``opponent_policy_id`` when a frozen policy from a
+    self-play pool played, and with ``battle_log`` the battle's protocol lines; an aborted
     battle (server lost, timeout) ends with ``truncated=True`` and ``info["aborted"]`` (and no
     ``won``), and the next ``reset`` reconnects. With ``teacher``, every observation also
     holds ``teacher_action`` (int64 ``[1]``, the teacher's choice as an action index, -1 if
@@ -314,7 +315,10 @@ class PokemonEnv(gymnasium.Env):
                 "battle_tag": battle.battle_tag,
                 "turns": battle.turn,
                 "opponent": self.opponent_label(battle.battle_tag),
+                "player_role": battle.player_role,
             }
+            if self.env_spec.battle_log:
+                info["battle_log"] = protocol_log(battle)
             policy_id_for = getattr(self.opponent, "policy_id_for", None)
             policy_id = policy_id_for(battle.battle_tag) if callable(policy_id_for) else None
             if policy_id is not None:  # a frozen policy played (self-play's promotion gate)

@@ -82,6 +82,8 @@ class EnvSpec:
         plugins: modules imported first in every process that builds envs.
         record_dir: server backend: each battle's websocket frames (JSONL) go there.
         replay_dir: each finished battle's HTML replay goes there.
+        battle_log: ``info`` at an episode's end also carries ``battle_log``, the battle's
+            protocol lines as the agent saw them (what evaluation counts play quality from).
         servers: vector envs: local Showdown servers started for the envs.
         sim_hosts: vector envs, direct backend: shared simulator hosts (``None``: one per
             core, ``0``: one per env).
@@ -109,6 +111,7 @@ class EnvSpec:
     plugins: Sequence[str] = ()
     record_dir: str | None = None
     replay_dir: str | None = None
+    battle_log: bool = False
     servers: int = 1
     sim_hosts: int | None = None
     server_config: Mapping[str, Any] = field(default_factory=dict)

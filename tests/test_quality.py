@@ -5,15 +5,9 @@ from __future__ import annotations
 import pytest
 from conftest import RECORDED_BATTLES, replay_decisions
 
-from mapleenv.replays import protocol_log, replay_html, save_replay
+from mapleenv.replays import protocol_log
 from trainer.evaluation.battles import QualityLog
-from trainer.evaluation.quality import (
-    agent_side,
-    battle_quality,
-    count_sides,
-    mean_quality,
-    replay_protocol,
-)
+from trainer.evaluation.quality import battle_quality, count_sides, mean_quality
 
 # A battle seen by p1 (exact HP on p1's side). Per turn, what each seat did:
 LOG = """\
@@ -148,7 +142,6 @@ def test_hand_written_log_counts() -> None:
     assert turns == 12
     assert sides["p1"].__dict__ == P1
     assert sides["p2"].__dict__ == P2
-    assert agent_side(LOG) == "p1"
     mine = battle_quality(LOG, "p2")
     assert mine["agent"] == P2 and mine["opponent"] == P1 and mine["turns"] == 12
     with pytest.raises(ValueError, match="p1 or p2"):
@@ -166,11 +159,9 @@ def test_means_over_battles() -> None:
 
 
 @pytest.mark.parametrize("path", RECORDED_BATTLES, ids=lambda p: p.name)
-def test_recorded_battles_through_their_replay_files(path) -> None:
+def test_recorded_battles_count_plausibly(path) -> None:
     _, battle = replay_decisions(path, lambda b: None)
     lines = protocol_log(battle)
-    assert replay_protocol(replay_html(battle)) == lines  # the evaluator reads replay files
-    assert agent_side(lines) == battle.player_role
     quality = battle_quality(lines, battle.player_role)
     assert quality["turns"] == battle.turn
     for seat in ("agent", "opponent"):
@@ -178,19 +169,15 @@ def test_recorded_battles_through_their_replay_files(path) -> None:
         assert 0 < q["moves"] <= quality["turns"] + 5  # about one action per turn
         assert 0 <= q["failed"] + q["immune"] + q["missed"] <= q["moves"]
         assert q["switches"] >= 1 and q["switched_into_super_effective"] <= q["switches"]
-    with pytest.raises(ValueError, match="replay"):
-        replay_protocol("<html></html>")
 
 
-def test_quality_log_reads_and_removes_replay_files(tmp_path) -> None:
-    path = RECORDED_BATTLES[0]
-    _, battle = replay_decisions(path, lambda b: None)
-    save_replay(battle, tmp_path / f"{battle.battle_tag}.html")
-    log = QualityLog(tmp_path, keep=False)
-    log(battle.battle_tag)
-    log("battle-that-never-was")  # no file: skipped
-    assert not list(tmp_path.iterdir())
-    expected = battle_quality(protocol_log(battle), battle.player_role)
+def test_quality_log_counts_the_battles_whose_final_info_carries_their_log() -> None:
+    _, battle = replay_decisions(RECORDED_BATTLES[0], lambda b: None)
+    lines = protocol_log(battle)
+    log = QualityLog()
+    assert log.summary() is None
+    log({"battle_log": lines, "player_role": battle.player_role, "won": True})
+    log({"won": True})  # an env without battle_log: nothing to count
+    expected = battle_quality(lines, battle.player_role)
     assert log.battles == [expected]
     assert log.summary() == mean_quality([expected])
-    assert QualityLog(tmp_path, keep=True).summary() is None

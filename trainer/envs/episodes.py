@@ -25,6 +25,21 @@ def finished_values(info: dict[str, Any], done: np.ndarray, key: str) -> dict[in
     return {int(i): values[i] for i in np.flatnonzero(done) if present is None or present[i]}
 
 
+def finished_infos(info: dict[str, Any], done: np.ndarray) -> dict[int, dict[str, Any]]:
+    """``{env index: its final info as a dict}`` for the envs in ``done``."""
+    final = info.get("final_info", info)
+    out: dict[int, dict[str, Any]] = {}
+    for i in np.flatnonzero(done):
+        out[int(i)] = {
+            key: values[i]
+            for key, values in final.items()
+            if not key.startswith("_")
+            and isinstance(values, np.ndarray)
+            and (final.get(f"_{key}") is None or final[f"_{key}"][i])
+        }
+    return out
+
+
 def plain(value: Any) -> Any:
     """A Hydra/OmegaConf node as plain Python (dicts stay mappings)."""
     try:

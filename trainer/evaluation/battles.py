@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,9 +18,9 @@ import numpy as np
 import torch
 
 from mapleenv.policies import sample_actions
-from trainer.envs.episodes import finished_values
+from trainer.envs.episodes import finished_infos, finished_values
 from trainer.envs.spaces import ObsAdapter
-from trainer.evaluation.quality import agent_side, battle_quality, mean_quality, replay_protocol
+from trainer.evaluation.quality import battle_quality, mean_quality
 from trainer.evaluation.stats import OpponentResult
 
 log = logging.getLogger(__name__)
@@ -37,12 +36,12 @@ def play_battles(
     sample: bool = True,
     seed: int | None = None,
     on_battle: Callable[[bool], None] | None = None,
-    on_tag: Callable[[str], None] | None = None,
+    on_end: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[int, int, list[int]]:
     """Play ``battles`` counted battles on a SAME_STEP-autoreset vector env.
 
     Returns ``(wins, battles, turns per battle)``. ``on_battle(won)`` runs per counted
-    battle (progress), ``on_tag(battle_tag)`` too when its info names the battle.
+    battle (progress), ``on_end(info)`` too with the battle's final info.
     """
     n = envs.num_envs
     quota = np.array([battles // n + (i < battles % n) for i in range(n)])
@@ -66,7 +65,7 @@ def play_battles(
         done = terminated | truncated
         start = done.astype(np.float32)
         battle_turns = finished_values(info, done, "turns")
-        tags = finished_values(info, done, "battle_tag") if on_tag is not None else {}
+        ends = finished_infos(info, done) if on_end is not None else {}
         # aborted battles (no result) and those beyond an env's quota do not count
         for i, won in finished_values(info, done, "won").items():
             if quota[i] <= 0:
@@ -75,8 +74,8 @@ def play_battles(
             wins += bool(won)
             if i in battle_turns:
                 turns.append(int(battle_turns[i]))
-            if on_tag is not None and i in tags:
-                on_tag(str(tags[i]))
+            if on_end is not None and i in ends:
+                on_end(ends[i])
             if on_battle is not None:
                 on_battle(bool(won))
     return wins, battles, turns
@@ -87,26 +86,17 @@ def _safe_name(name: str) -> str:
 
 
 class QualityLog:
-    """Play-quality counts of counted battles, read from the replay files the envs write
-    (``replay_dir``): the one record of a battle's protocol that reaches the evaluator
-    from an env worker on either backend. ``keep=False`` deletes each file once read."""
+    """Play-quality counts of counted battles, from the protocol lines each env reports at
+    a battle's end (``info["battle_log"]``, ``info["player_role"]``; the spec's
+    ``battle_log``), on either backend."""
 
-    def __init__(self, replay_dir: Path, keep: bool) -> None:
-        self.replay_dir, self.keep = replay_dir, keep
+    def __init__(self) -> None:
         self.battles: list[dict[str, Any]] = []
 
-    def __call__(self, battle_tag: str) -> None:
-        path = self.replay_dir / f"{battle_tag}.html"
-        try:
-            lines = replay_protocol(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            log.debug("no play-quality counts for %s: %s", battle_tag, exc)
-            return
-        if not self.keep:
-            path.unlink(missing_ok=True)
-        side = agent_side(lines)
-        if side is not None:
-            self.battles.append(battle_quality(lines, side))
+    def __call__(self, info: dict[str, Any]) -> None:
+        lines, side = info.get("battle_log"), info.get("player_role")
+        if lines and side in ("p1", "p2"):
+            self.battles.append(battle_quality(list(lines), side))
 
     def summary(self) -> dict[str, Any] | None:
         return mean_quality(self.battles) if self.battles else None
@@ -169,12 +159,10 @@ def evaluate_policy(
         pool = ServerPool(1, log_dir=log_dir).start()
         spec = dataclasses.replace(spec, server=pool.configuration_for(0))
     results = []
-    scratch = tempfile.TemporaryDirectory(prefix="maple-eval-") if replay_dir is None else None
-    logs_dir = Path(replay_dir if scratch is None else scratch.name)
     try:
         for k, name in enumerate(opponents):
-            replays = str(logs_dir / _safe_name(name))
-            quality = QualityLog(Path(replays), keep=scratch is None)
+            replays = None if replay_dir is None else str(Path(replay_dir) / _safe_name(name))
+            quality = QualityLog()
             envs = make_vector_env(
                 min(num_envs, battles),
                 dataclasses.replace(spec, opponent=name, replay_dir=replays, seed=seed + 1000 * k),
@@ -190,8 +178,6 @@ def evaluate_policy(
     finally:
         if pool is not None:
             pool.stop()
-        if scratch is not None:
-            scratch.cleanup()
         policy.train(was_training)
     return results
 
@@ -213,7 +199,7 @@ def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:
                 "training; evaluate against policy:<checkpoint> instead"
             )
     # masked sampling: an illegal action is a bug
-    return EnvSpec(**settings, on_illegal="raise").checked()
+    return EnvSpec(**settings, on_illegal="raise", battle_log=True).checked()
 
 
 def _play_opponent(
@@ -246,7 +232,7 @@ def _play_opponent(
         sample=sample,
         seed=seed,
         on_battle=on_battle,
-        on_tag=quality,
+        on_end=quality,
     )
     mean_turns = float(np.mean(turns)) if turns else math.nan
     result = OpponentResult(name, played, wins, mean_turns, quality.summary())

@@ -12,7 +12,6 @@ called by another move (Sleep Talk, Magic Bounce) belong to the move that called
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 
@@ -33,7 +32,6 @@ ABSORBING = frozenset(
     }
 )
 _ENDS_ACTION = frozenset({"", "switch", "drag", "cant", "turn", "upkeep", "win", "tie"})
-_REPLAY_DATA = re.compile(r'class="battle-log-data">(.*?)</script>', re.S)
 
 
 @dataclass
@@ -154,33 +152,6 @@ def battle_quality(lines: Sequence[str], agent: str) -> dict[str, object]:
     sides, turns = count_sides(lines)
     other = "p2" if agent == "p1" else "p1"
     return {"agent": asdict(sides[agent]), "opponent": asdict(sides[other]), "turns": turns}
-
-
-def agent_side(lines: Iterable[str]) -> str | None:
-    """The side whose log is this: the one whose HP shows as exact values.
-
-    A player sees its own Pokémon's HP exactly (``231/301``) and the opponent's in
-    percent (``/100``; ``/48`` without the HP Percentage Mod), so the side with other
-    denominators is the log's owner. ``None`` if that is not decidable.
-    """
-    exact: set[str] = set()
-    for line in lines:
-        parts = line.split("|")
-        if len(parts) < 4 or parts[1] not in ("switch", "drag", "-damage", "-heal", "-sethp"):
-            continue
-        hp = parts[4] if parts[1] in ("switch", "drag") and len(parts) > 4 else parts[3]
-        _, sep, maximum = hp.split(" ")[0].partition("/")
-        if sep and maximum.isdigit() and int(maximum) not in (100, 48):
-            exact.add(parts[2][:2])
-    return exact.pop() if len(exact) == 1 else None
-
-
-def replay_protocol(html_text: str) -> list[str]:
-    """The protocol lines of a replay file written by :mod:`mapleenv.replays`."""
-    match = _REPLAY_DATA.search(html_text)
-    if match is None:
-        raise ValueError("not a replay file: no battle-log-data")
-    return match.group(1).replace("\\/", "/").split("\n")
 
 
 def mean_quality(battles: Sequence[dict[str, object]]) -> dict[str, object]:
