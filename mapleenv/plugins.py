@@ -5,12 +5,19 @@ A plugin registers what it adds (:func:`mapleenv.encoders.register_encoder`,
 :func:`mapleenv.backends.register_backend`) when imported. Registries live per process, so
 each env worker imports the plugins itself (``PokemonEnv(plugins=...)``); the trainer
 passes its ``env.plugins`` there (``docs/extending.md``).
+
+Plugins come only from what the user wrote (the command line, a config): never from a
+checkpoint or a run being resumed (docs/security.md). :func:`imported_plugins` says which
+modules this process imported, e.g. to accept a ``module:factory`` encoder a checkpoint
+names only when the user imported that module.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
+
+_IMPORTED: set[str] = set()
 
 
 def import_plugins(modules: Iterable[str]) -> None:
@@ -23,3 +30,9 @@ def import_plugins(modules: Iterable[str]) -> None:
             importlib.import_module(module)
         except ImportError as exc:
             raise ValueError(f"plugin module {module!r} cannot be imported: {exc}") from exc
+        _IMPORTED.add(module)
+
+
+def imported_plugins() -> frozenset[str]:
+    """The plugin modules :func:`import_plugins` imported in this process."""
+    return frozenset(_IMPORTED)

@@ -23,6 +23,7 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 from poke_env.teambuilder.teambuilder import Teambuilder
 
 from mapleenv.backends import available_backends, backend_available
+from mapleenv.opponents import check_policy_files
 from mapleenv.plugins import import_plugins
 from mapleenv.reward import RewardConfig
 from mapleenv.showdown.formats import check_format
@@ -194,8 +195,8 @@ class EnvSpec:
     def checked(self) -> EnvSpec:
         """This spec, checked once for the whole run: plugins imported, the backend
         resolved and available, the format known to the pinned simulator (one Node call
-        per process), teams read and validated (packed ``Team`` tuples). A checked spec is
-        returned as it is."""
+        per process), teams read and validated (packed ``Team`` tuples), ``policy:`` opponent
+        files read with the safe loader. A checked spec is returned as it is."""
         if self.is_checked:
             return self
         import_plugins(self.plugins)  # first: a plugin may register the backend
@@ -220,6 +221,8 @@ class EnvSpec:
             check_format(spec.battle_format, has_team=spec.team is not None)
         teams = {key: spec._loaded_team(key) for key in ("team", "opponent_team")}
         spec = dataclasses.replace(spec, **teams)
+        if isinstance(spec.opponent, str):  # policy:<checkpoint> files: the safe loader, once
+            check_policy_files(spec.opponent)
         return dataclasses.replace(spec, checked_for=spec._check_key())
 
     def _loaded_team(self, key: str) -> Any:

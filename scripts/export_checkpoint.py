@@ -6,7 +6,8 @@ Drops the self-play snapshot pool (the bulk of a self-play checkpoint); keeps th
 its spec and run config (enough for ``trainer.evaluate`` and ``policy:<path>`` opponents),
 and, unless ``--policy-only``, the optimizer, counters and RNG states so that
 ``resume=<exported file>`` continues training (self-play then restarts its pool).
-Prints the sizes as JSON.
+Prints the sizes as JSON. Reads format 2 only (the safe loader); a file it refuses is one
+line and exit code 2 (an older checkpoint: ``scripts/convert_checkpoint.py`` first).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from trainer.run.checkpoint import load_checkpoint, save_checkpoint
+from trainer.run.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 POLICY_KEYS = ("model", "policy", "config", "global_step", "iteration")
 
@@ -31,13 +32,19 @@ def main() -> None:
     parser.add_argument("--policy-only", action="store_true", help="drop optimizer and RNG states")
     args = parser.parse_args()
 
-    ckpt = load_checkpoint(args.checkpoint)
+    try:
+        ckpt = load_checkpoint(args.checkpoint)
+    except (CheckpointError, FileNotFoundError) as exc:
+        parser.exit(2, f"export_checkpoint: {exc}\n")
     if args.policy_only:
         ckpt = {key: ckpt[key] for key in POLICY_KEYS if key in ckpt}
     else:
         ckpt["selfplay"] = None
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    save_checkpoint(args.out, ckpt)
+    try:
+        save_checkpoint(args.out, ckpt)
+    except OSError as exc:
+        parser.exit(2, f"export_checkpoint: {exc}\n")
     print(
         json.dumps(
             {

@@ -18,7 +18,7 @@ from mapleenv.opponents.policy import FrozenPolicy, PolicyOpponent
 from mapleenv.policies import policy_from_snapshot, read_snapshot
 from trainer.config import ModelConfig
 from trainer.policy import build_policy, policy_spec
-from trainer.run.checkpoint import save_checkpoint
+from trainer.run.checkpoint import CheckpointError, save_checkpoint
 
 
 def write_tiny_checkpoint(path: Path, seed: int = 0, kind: str = "lstm") -> Path:
@@ -139,10 +139,13 @@ def test_bad_policy_names_fail_clearly(tmp_path, checkpoint):
         make_opponent(f"policy:{tmp_path / 'missing.pt'}")
     with pytest.raises(ValueError, match="checkpoint"):
         make_opponent("policy")
-    bad = tmp_path / "bad.pt"
-    torch.save({"weights": 1}, bad)
-    with pytest.raises(ValueError, match="not a Maple policy checkpoint"):
+    bad = save_checkpoint(tmp_path / "bad.pt", {"weights": torch.zeros(1)})
+    with pytest.raises(CheckpointError, match="not a Maple policy checkpoint"):
         make_opponent(f"policy:{bad}")
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": 1}, foreign)
+    with pytest.raises(CheckpointError, match=f"{foreign} is not a Maple checkpoint"):
+        make_opponent(f"policy:{foreign}")
 
 
 def test_a_snapshot_cannot_name_code_to_import(checkpoint):

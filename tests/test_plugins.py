@@ -60,15 +60,22 @@ def test_cli_trains_and_evaluates_with_a_plugin(tmp_path: Path) -> None:
     assert ckpt["config"]["env"]["plugins"] == ["my_plugin"]
     assert ckpt["config"]["env"]["reward_fn"] == "turn_penalty"
 
-    # The checkpoint names its plugin: evaluation imports it (encoder) in its own workers;
-    # the opponent comes from the same plugin.
+    # The checkpoint names its plugin, but a file does not pick the code that runs: without
+    # plugins= the encoder is unknown and evaluation stops in one line saying what to pass.
     output = tmp_path / "eval.json"
+    evaluate = ("trainer.evaluate", f"checkpoint={run_dir}", "battles=2", "num_envs=1")
+    proc = run_module(*evaluate, "opponents=[random]", f"hydra.run.dir={tmp_path / 'no'}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out[-4000:]
+    assert "Traceback" not in out
+    [error] = [line for line in out.splitlines() if "ERROR" in line]
+    assert "encoder 'hp_turn'" in error and "plugins=[my_plugin]" in error
+    # Given by the user, the plugin is imported (encoder) in the evaluation's own workers;
+    # the opponent comes from the same plugin.
     proc = run_module(
-        "trainer.evaluate",
-        f"checkpoint={run_dir}",
+        *evaluate,
+        "plugins=[my_plugin]",
         "opponents=[first_move]",
-        "battles=2",
-        "num_envs=1",
         f"output={output}",
         f"hydra.run.dir={tmp_path / 'eval'}",
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import logging
 import math
 import pickle
@@ -20,7 +19,7 @@ from mapleenv.policies import build_policy, policy_from_snapshot
 from trainer.__main__ import CONF_DIR
 from trainer.config import ModelConfig, SelfPlayConfig, to_train_config
 from trainer.envs.episodes import OpponentStats, opponent_win_rates, win_rate_columns
-from trainer.run.checkpoint import load_checkpoint
+from trainer.run.checkpoint import load_checkpoint, save_checkpoint
 from trainer.run.selfplay import League, PromotionGate, SelfPlay, SnapshotPool, make_snapshot
 from trainer.run.train import Trainer
 
@@ -62,19 +61,25 @@ def test_snapshot_rebuilds_the_same_policy_and_is_a_copy():
     assert checksum(policy) != pytest.approx(checksum(rebuilt))
 
 
-def test_pool_keeps_recent_and_archived_snapshots_and_survives_a_checkpoint():
+def test_pool_keeps_recent_and_archived_snapshots_and_survives_a_checkpoint(tmp_path):
     pool = SnapshotPool(pool_size=2, archive_size=1, archive_every=2)
     policy = tiny_policy()
     for _ in range(5):
         pool.add(policy, "simple")
     # 0 and 2 were archived when evicted (every 2nd), the archive keeps the newest one
     assert pool.ids() == [2, 3, 4]
-    buffer = io.BytesIO()
-    torch.save({"selfplay": pool.state_dict()}, buffer)
-    buffer.seek(0)
+    path = save_checkpoint(tmp_path / "pool.pt", {"selfplay": pool.state_dict()})
+    saved = torch.load(path, weights_only=True)["selfplay"]  # format 2: no NumPy objects
+    assert all(torch.is_tensor(v) for s in saved["recent"] for v in s["model"].values())
     restored = SnapshotPool(pool_size=2, archive_size=1, archive_every=2)
-    restored.load_state_dict(torch.load(buffer, weights_only=False)["selfplay"])
+    # the encoder comes from the resumed run's config, not from the file
+    restored.load_state_dict(load_checkpoint(path)["selfplay"], encoder="rich")
     assert restored.ids() == [2, 3, 4] and restored.next_id == 5
+    for before, after in zip(pool.snapshots, restored.snapshots, strict=True):
+        assert after["encoder"] == "rich" and after["policy"] == before["policy"]
+        for name, weights in before["model"].items():  # NumPy again: what crosses the pipes
+            assert isinstance(after["model"][name], np.ndarray)
+            assert np.array_equal(after["model"][name], weights)
     assert restored.add(policy, "simple")["id"] == 5
     assert restored.ids() == [2, 4, 5]  # 3 is odd: dropped, not archived
     with pytest.raises(ValueError, match="pool_size"):

@@ -47,6 +47,7 @@ _LAZY = {
     "uses_self_play": "mapleenv.opponents.mix",
     "FrozenPolicy": "mapleenv.opponents.policy",
     "PolicyOpponent": "mapleenv.opponents.policy",
+    "check_policy_files": "mapleenv.opponents.policy",
 }
 
 

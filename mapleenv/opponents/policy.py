@@ -10,7 +10,10 @@ decision. It samples its actions from the policy (as in training) or plays greed
 
 Networks are rebuilt from a *snapshot* (:mod:`mapleenv.policies.snapshot`: the spec, the
 weights, the encoder name, an optional pool ``id``) through Maple's own policy registry;
-nothing in a snapshot names code to import.
+nothing in a snapshot names code to import, and no plugin a snapshot names is imported
+(the env's own ``plugins``, which the user gave, are). A checkpoint file is read with the
+safe loader (``weights_only=True``, :func:`mapleenv.policies.read_snapshot`), which also
+refuses an encoder not registered here.
 
 A Maple checkpoint file is such a mapping. Names (registered
 with :func:`mapleenv.opponents.register_opponent`):
@@ -43,7 +46,6 @@ from poke_env.ps_client import AccountConfiguration
 from mapleenv.actions import legal_actions, mask_from_legal, teampreview_in_order
 from mapleenv.encoders import BattleEncoder, make_encoder
 from mapleenv.opponents import register_opponent, unique_username
-from mapleenv.plugins import import_plugins
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +65,12 @@ class FrozenPolicy:
 
     @classmethod
     def from_snapshot(cls, snapshot: Mapping[str, Any]) -> FrozenPolicy:
+        """The frozen policy of ``snapshot`` (imports nothing it names; one read from a file
+        comes through :func:`mapleenv.policies.read_snapshot`, which checks its encoder)."""
         import torch
 
-        from mapleenv.policies import policy_from_snapshot, snapshot_encoder, snapshot_plugins
+        from mapleenv.policies import policy_from_snapshot, snapshot_encoder
 
-        import_plugins(snapshot_plugins(snapshot))  # the encoder may come from one
         network = policy_from_snapshot(snapshot)
         spec = snapshot["policy"]
         with torch.no_grad():
@@ -240,6 +243,23 @@ class PolicyOpponent(Player):
     def reset_battles(self) -> None:
         super().reset_battles()
         self._states.clear()
+
+
+POLICY_PREFIXES = ("policy", "policy_greedy")
+
+
+def check_policy_files(opponent: str | Mapping[str, Any]) -> None:
+    """Read every ``policy:<checkpoint>`` member of ``opponent`` (a name or a mix) with the
+    safe loader here, before env workers start: a file that is refused (not format 2, not a
+    policy checkpoint, an encoder not registered in this process) is one line
+    (:class:`mapleenv.policies.CheckpointError`) instead of an error in every worker."""
+    from mapleenv.opponents.mix import mix_members
+    from mapleenv.policies import read_snapshot
+
+    for name in mix_members(opponent):
+        prefix, _, argument = name.partition(":")
+        if prefix in POLICY_PREFIXES and argument:
+            read_snapshot(argument)
 
 
 def _set_worker_threads() -> None:

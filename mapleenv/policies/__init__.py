@@ -5,15 +5,28 @@ They live on the env side because frozen policies play as opponents inside env w
 (:mod:`mapleenv.opponents.policy`); the trainer trains the same classes. Every policy is
 stateless: ``forward(obs, action_mask, hidden, episode_start) -> (logits, value,
 new_hidden)`` and ``initial_state(batch)``; the caller owns the recurrent state.
+Checkpoint files (format 2: tensors and plain values, read with ``weights_only=True``) have
+their one loader here too (:mod:`mapleenv.policies.checkpoint`).
 """
 
 from mapleenv.policies.actor_critic import ActorCritic
 from mapleenv.policies.attention import AttentionActorCritic
+from mapleenv.policies.checkpoint import (
+    CHECKPOINT_DIR,
+    FORMAT_VERSION,
+    LAST,
+    CheckpointError,
+    load_checkpoint,
+    resolve_checkpoint,
+    to_plain,
+)
 from mapleenv.policies.config import Activation, ModelConfig, ModelKind
 from mapleenv.policies.masking import log_prob_entropy, mask_logits, sample_actions
 from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
 from mapleenv.policies.registry import POLICIES, PolicyBuilder, build_policy
 from mapleenv.policies.snapshot import (
+    checked_encoder,
+    checked_snapshot,
     make_snapshot,
     policy_from_snapshot,
     policy_spec,
@@ -23,24 +36,33 @@ from mapleenv.policies.snapshot import (
 )
 
 __all__ = [
+    "CHECKPOINT_DIR",
+    "FORMAT_VERSION",
+    "LAST",
     "POLICIES",
     "Activation",
     "ActorCritic",
     "AttentionActorCritic",
+    "CheckpointError",
     "Hidden",
     "ModelConfig",
     "ModelKind",
     "PolicyBuilder",
     "build_policy",
+    "checked_encoder",
+    "checked_snapshot",
+    "load_checkpoint",
     "log_prob_entropy",
     "make_snapshot",
     "mask_logits",
     "policy_from_snapshot",
     "policy_spec",
     "read_snapshot",
+    "resolve_checkpoint",
     "run_lstm",
     "sample_actions",
     "snapshot_encoder",
     "snapshot_plugins",
+    "to_plain",
     "zero_state",
 ]

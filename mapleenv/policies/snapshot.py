@@ -7,11 +7,14 @@ A snapshot is a mapping with
 * ``model`` -- the state dict (torch tensors or NumPy arrays);
 * ``encoder`` (optional) -- the encoder name; else ``config.env.encoder``; else ``"simple"``;
 * ``id`` (optional) -- an integer naming the snapshot in a self-play pool;
-* ``config.env.plugins`` (optional) -- the plugin modules of the run it comes from.
+* ``config.env.plugins`` (optional) -- the plugin modules of the run it comes from (only
+  named in messages: Maple never imports them on a snapshot's word).
 
-A Maple checkpoint is such a mapping. The network is built only through Maple's own
+A Maple checkpoint is such a mapping, read by :func:`read_snapshot` through the one safe
+loader (:mod:`mapleenv.policies.checkpoint`). The network is built only through Maple's own
 registry (:data:`mapleenv.policies.POLICIES`, keyed by ``model.kind``): nothing in a
-snapshot names code to import (a ``loader`` key of older snapshots is ignored).
+snapshot names code to import (a ``loader`` key of older snapshots is ignored), and the
+encoder a file names must be registered here already (:func:`checked_encoder`).
 """
 
 from __future__ import annotations
@@ -24,10 +27,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from mapleenv.encoders import make_encoder
+from mapleenv.plugins import imported_plugins
+from mapleenv.policies.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from mapleenv.policies.registry import build_policy
-
-CHECKPOINT_DIR = "checkpoints"
-LAST = "last.pt"
 
 
 def policy_spec(policy: torch.nn.Module) -> dict[str, Any]:
@@ -63,22 +66,32 @@ def policy_from_snapshot(snapshot: Mapping[str, Any]) -> torch.nn.Module:
 
 
 def read_snapshot(path: str | Path) -> dict[str, Any]:
-    """Load a checkpoint file (or a run dir's last one) as a snapshot, on CPU; clear errors
-    for a bad path or file."""
-    path = Path(path).expanduser()
-    if path.is_dir():  # a run dir: its last checkpoint
-        path = path / CHECKPOINT_DIR / LAST
-    if not path.is_file():
-        raise FileNotFoundError(f"policy checkpoint not found: {path}")
-    # Maple checkpoints hold RNG states (NumPy objects): the full unpickler is needed.
-    snapshot = torch.load(path, map_location="cpu", weights_only=False)
-    if not isinstance(snapshot, Mapping) or "model" not in snapshot or "policy" not in snapshot:
-        raise ValueError(f"{path} is not a Maple policy checkpoint (needs 'policy' and 'model')")
-    return dict(snapshot)
+    """Load a checkpoint file (or a run dir's last one) as a snapshot, on CPU, with the safe
+    loader; :class:`CheckpointError` (one line) for a file that is not a usable policy
+    checkpoint (:func:`checked_snapshot`)."""
+    path = resolve_checkpoint(path)
+    return checked_snapshot(load_checkpoint(path), str(path))
+
+
+def checked_snapshot(snapshot: dict[str, Any], source: str) -> dict[str, Any]:
+    """``snapshot`` (read from the file ``source``) if it holds a policy spec and weights and
+    its encoder is registered here (:func:`checked_encoder`); else :class:`CheckpointError`."""
+    spec = snapshot.get("policy")
+    if not isinstance(snapshot.get("model"), Mapping) or not isinstance(spec, Mapping):
+        raise CheckpointError(
+            f"{source} is not a Maple policy checkpoint (needs 'policy' and 'model')"
+        )
+    if not isinstance(spec.get("model"), Mapping) or not all(
+        isinstance(spec.get(key), int) for key in ("obs_dim", "n_actions")
+    ):
+        raise CheckpointError(f"{source}: its 'policy' spec needs obs_dim, n_actions and model")
+    checked_encoder(snapshot, source)
+    return snapshot
 
 
 def snapshot_plugins(snapshot: Mapping[str, Any]) -> list[str]:
-    """The plugin modules of the run a snapshot comes from (``config.env.plugins``)."""
+    """The plugin modules of the run a snapshot comes from (``config.env.plugins``): for
+    messages only, never imported."""
     env = (snapshot.get("config") or {}).get("env") or {}
     return [str(module) for module in env.get("plugins") or ()]
 
@@ -89,3 +102,32 @@ def snapshot_encoder(snapshot: Mapping[str, Any]) -> str:
         return str(snapshot["encoder"])
     env = (snapshot.get("config") or {}).get("env") or {}
     return str(env.get("encoder") or "simple")
+
+
+def checked_encoder(snapshot: Mapping[str, Any], source: str) -> str:
+    """The encoder name of a snapshot read from a file (``source`` names it), if using it
+    imports nothing the file names: a name registered in this process (Maple's, or a plugin's
+    the user imported), or ``module:factory`` whose module the user imported as a plugin.
+    Else :class:`CheckpointError` saying which plugins to pass if the user trusts them."""
+    name = snapshot_encoder(snapshot)
+    module, colon, _ = name.partition(":")
+    if colon:
+        if module in imported_plugins():
+            return name
+        reason = f"encoder {name!r} names a module to import"
+    else:
+        try:
+            make_encoder(name)
+            return name
+        except ValueError:
+            reason = f"encoder {name!r}, which is not registered here"
+    plugins = snapshot_plugins(snapshot) or ([module] if colon else [])
+    hint = (
+        f"if you trust its plugins, name them yourself: plugins=[{','.join(plugins)}] "
+        f"(env.plugins in training)"
+        if plugins
+        else "register it with a plugin you name yourself (plugins=[...])"
+    )
+    raise CheckpointError(
+        f"{source}: its policy uses {reason}; Maple imports no module a checkpoint names: {hint}"
+    )

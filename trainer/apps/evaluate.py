@@ -4,7 +4,9 @@
 
 Prints a table and writes a JSON file (``docs/evaluation.md``); the
 work is done by :mod:`trainer.evaluation`. Config: ``conf/evaluate.yaml`` over
-:class:`trainer.config.EvaluateConfig`.
+:class:`trainer.config.EvaluateConfig`. The checkpoint is read with the safe loader; only
+the plugins given here (``plugins=``) are imported, never those the checkpoint names
+(docs/security.md).
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mapleenv.policies import policy_from_snapshot, snapshot_encoder, snapshot_plugins
+from mapleenv.plugins import import_plugins
+from mapleenv.policies import (
+    checked_snapshot,
+    load_checkpoint,
+    policy_from_snapshot,
+    snapshot_encoder,
+    snapshot_plugins,
+)
 from trainer.config import EvaluateConfig, PeriodicEvalConfig, team_path
 from trainer.evaluation import (
     OpponentResult,
@@ -27,7 +36,6 @@ from trainer.evaluation import (
     wilson_interval,
     write_json,
 )
-from trainer.run.checkpoint import load_checkpoint
 from trainer.run.device import resolve_device
 
 log = logging.getLogger(__name__)
@@ -52,7 +60,10 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
 
     output_dir = Path(output_dir)
     device = resolve_device(cfg.device)
-    checkpoint = load_checkpoint(cfg.checkpoint)
+    import_plugins(cfg.plugins)  # the user's own, before the checkpoint's encoder is checked
+    checkpoint = load_checkpoint(cfg.checkpoint)  # the safe loader; CheckpointError: one line
+    _warn_untrusted_plugins(cfg, checkpoint)
+    checked_snapshot(checkpoint, str(cfg.checkpoint))  # its encoder must be registered here
     policy = policy_from_snapshot(checkpoint).to(device)
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
     battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
@@ -61,7 +72,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     team = team_path(cfg.team or env_cfg.get("team"))
     opponent_team = team_path(cfg.opponent_team or env_cfg.get("opponent_team"))
     encoder = snapshot_encoder(checkpoint)
-    plugins = list(dict.fromkeys([*snapshot_plugins(checkpoint), *cfg.plugins]))
+    plugins = list(cfg.plugins)
     max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
     replay_dir = output.parent / "replays" if cfg.save_replays else None
@@ -118,6 +129,20 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
         Console().print(quality)
     print(f"results: {output}" + (f"; replays: {replay_dir}" if replay_dir else ""))
     return document
+
+
+def _warn_untrusted_plugins(cfg: EvaluateConfig, checkpoint: dict[str, Any]) -> None:
+    """One line when the checkpoint's run used plugins not given here: they are not
+    imported (a file does not pick the code that runs)."""
+    missing = [m for m in snapshot_plugins(checkpoint) if m not in cfg.plugins]
+    if missing:
+        log.warning(
+            "%s was trained with plugins %s, which are not imported: if you trust them, pass "
+            "plugins=[%s]",
+            cfg.checkpoint,
+            missing,
+            ",".join([*cfg.plugins, *missing]),
+        )
 
 
 def main() -> None:

@@ -107,11 +107,14 @@ def run(
     player is logged in. Stops the player and a local server on return, error, Ctrl-C or
     SIGTERM (which raise :class:`KeyboardInterrupt` / ``SystemExit`` here).
     """
+    from mapleenv.plugins import import_plugins
+    from mapleenv.policies import read_snapshot
     from mapleenv.showdown import ShowdownServer, external_server
-    from trainer.run.checkpoint import load_checkpoint
 
     validate(cfg)
-    checkpoint = load_checkpoint(cfg.checkpoint)  # FileNotFoundError / ValueError
+    import_plugins(cfg.plugins)  # the user's own only, never the checkpoint's
+    # the safe loader; its encoder must be registered: FileNotFoundError / ValueError
+    checkpoint = read_snapshot(cfg.checkpoint)
     output_dir = Path(output_dir)
     output = Path(cfg.output) if cfg.output else output_dir / "play.json"
     username = cfg.username or DEFAULT_USERNAME

@@ -100,8 +100,8 @@ class EvaluateConfig:
     max_turns: int | None = None  # default: the checkpoint's env.max_turns
     backend: str = "auto"  # auto (direct, or server with server_url) | server | direct
     server_url: str | None = None  # use this server instead of starting one
-    # modules imported here and in every env worker (custom opponents, encoders), added to
-    # the checkpoint's env.plugins
+    # modules imported here and in every env worker (custom opponents, encoders); the
+    # checkpoint's env.plugins are never imported (docs/security.md)
     plugins: list[str] = field(default_factory=list)
 
 
@@ -270,6 +270,8 @@ class PlayConfig:
     port: int | None = None  # server=local: fixed port (default a free one)
     max_concurrent_battles: int = 1
     output: str | None = None  # JSON path; default <hydra run dir>/play.json
+    # modules imported first (a plugin's encoder); the checkpoint's env.plugins never are
+    plugins: list[str] = field(default_factory=list)
 
 
 def register_configs() -> None:

@@ -185,7 +185,7 @@ def evaluate_policy(
 def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:
     """The one env spec of every opponent's envs, checked once (plugins imported, the
     format checked, teams read and validated once)."""
-    from mapleenv.opponents import uses_self_play
+    from mapleenv.opponents import check_policy_files, uses_self_play
     from mapleenv.plugins import import_plugins
     from mapleenv.spec import EnvSpec
 
@@ -198,6 +198,7 @@ def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:
                 f"opponent {name!r}: 'self' plays snapshots pushed during "
                 "training; evaluate against policy:<checkpoint> instead"
             )
+        check_policy_files(name)  # policy:<checkpoint>: the safe loader, before any worker
     # masked sampling: an illegal action is a bug
     return EnvSpec(**settings, on_illegal="raise", battle_log=True).checked()
 

@@ -1,33 +1,61 @@
-"""Checkpoints: atomic writes, RNG state capture, resume-path resolution."""
+"""Checkpoints: atomic writes of format 2 (no code: docs/training.md), RNG state capture as
+plain numbers, resume-path resolution. The loader is the project's one safe loader,
+:func:`mapleenv.policies.load_checkpoint` (``weights_only=True``), re-exported here."""
 
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import os
 import pickle
+import platform
 import random
 import shutil
 import tempfile
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from mapleenv.policies import (
+    CHECKPOINT_DIR,
+    FORMAT_VERSION,
+    LAST,
+    CheckpointError,
+    load_checkpoint,
+    resolve_checkpoint,
+    to_plain,
+)
+
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-CHECKPOINT_DIR = "checkpoints"
-LAST = "last.pt"
+__all__ = [
+    "CHECKPOINT_DIR",
+    "FORMAT_VERSION",
+    "LAST",
+    "CheckpointError",
+    "load_checkpoint",
+    "remove_stale_temporaries",
+    "resolve_checkpoint",
+    "rng_state",
+    "run_dir_of",
+    "save_checkpoint",
+    "set_rng_state",
+]
+
 TEMP_SUFFIX = ".tmp"
 
 
 def rng_state() -> dict[str, Any]:
-    """RNG states of Python, NumPy and torch (CPU and CUDA when present)."""
+    """RNG states of Python, NumPy and torch (CPU and CUDA when present) as plain data:
+    Python's ``getstate()`` tuple of ints, NumPy's ``get_state()`` tuple with its key array
+    as an int64 tensor, torch's states as uint8 tensors."""
     state: dict[str, Any] = {
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": to_plain(np.random.get_state()),
         "torch": torch.get_rng_state(),
     }
     if torch.cuda.is_available():
@@ -36,20 +64,35 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what :func:`rng_state` captured."""
+    """Restore what :func:`rng_state` captured (as read back from a checkpoint)."""
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    name, keys, *rest = state["numpy"]
+    keys = keys.numpy() if torch.is_tensor(keys) else np.asarray(keys)
+    np.random.set_state((name, keys.astype(np.uint32), *rest))
     torch.set_rng_state(state["torch"].cpu())
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda"]])
 
 
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read (truncated, not a checkpoint); names the file."""
+@functools.cache
+def _versions() -> dict[str, str]:
+    """The versions that wrote a checkpoint (metadata: never checked on loading)."""
+    try:
+        maple = metadata.version("maple")
+    except metadata.PackageNotFoundError:
+        maple = "unknown"
+    return {
+        "maple": maple,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+    }
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` to ``path`` atomically: temp file, fsync, ``os.replace``.
+    """Write ``payload`` to ``path`` atomically (temp file, fsync, ``os.replace``) in format
+    2: :func:`~mapleenv.policies.to_plain` makes it plain data (NumPy arrays become tensors)
+    or refuses it, and ``format_version`` and ``versions`` are added.
 
     A failed write leaves the previous file as it was and raises an ``OSError`` naming
     ``path`` and the cause (torch reports a full disk as ``unexpected pos``)."""
@@ -58,7 +101,8 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save({"format_version": FORMAT_VERSION, **payload}, f)
+            data = to_plain({**payload, "format_version": FORMAT_VERSION, "versions": _versions()})
+            torch.save(data, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -94,35 +138,6 @@ def remove_stale_temporaries(directory: Path) -> list[Path]:
     if stale:
         log.info("removed %d stale temporary checkpoint file(s) in %s", len(stale), directory)
     return stale
-
-
-def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
-    """Load a checkpoint written by :func:`save_checkpoint` (run dir or file accepted);
-    an unreadable file (truncated, not a checkpoint) raises :class:`CheckpointError`."""
-    path = resolve_checkpoint(path)
-    # Our own files: they hold RNG states (NumPy objects), so the full unpickler is needed.
-    try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=False)
-    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError, ValueError) as exc:
-        raise CheckpointError(
-            f"cannot read checkpoint {path} (truncated or not a Maple checkpoint): {exc}"
-        ) from exc
-    if not isinstance(ckpt, dict) or ckpt.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{path} is not a Maple checkpoint (format {FORMAT_VERSION})")
-    return ckpt
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint file from a file path or a run dir (its ``checkpoints/last.pt``)."""
-    path = Path(path).expanduser()
-    if path.is_dir():
-        candidate = path / CHECKPOINT_DIR / LAST
-        if not candidate.is_file():
-            raise FileNotFoundError(f"no {CHECKPOINT_DIR}/{LAST} in run dir {path}")
-        return candidate
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
-    return path
 
 
 def run_dir_of(checkpoint: Path) -> Path:

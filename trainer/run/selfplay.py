@@ -17,7 +17,8 @@ snapshot of the pool per battle, on CPU, with its own recurrent state. The train
   the learner has won at least that fraction of its last ``promote_window`` battles against
   the newest pool member (``info["opponent_policy_id"]`` names the snapshot that played). Its
   :meth:`SelfPlay.state_dict` goes into the checkpoint, so ``resume`` keeps the pool and the
-  gate's window.
+  gate's window (the weights come back as tensors and go to the workers as NumPy arrays
+  again; the encoder name is the resumed config's, never one read from the file).
 
 Per-opponent win rates come from :class:`trainer.envs.episodes.OpponentStats`.
 """
@@ -82,10 +83,19 @@ class SnapshotPool:
     def state_dict(self) -> dict[str, Any]:
         return {"recent": self.recent, "archive": self.archive, "next_id": self.next_id}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.recent = list(state["recent"])[-self.pool_size :]
-        self.archive = list(state["archive"])[-self.archive_size :] if self.archive_size else []
+    def load_state_dict(self, state: Mapping[str, Any], encoder: str) -> None:
+        """Restore a saved pool; its snapshots play with ``encoder`` (the run's own)."""
+        self.recent = [_restored(s, encoder) for s in list(state["recent"])[-self.pool_size :]]
+        archive = list(state["archive"])[-self.archive_size :] if self.archive_size else []
+        self.archive = [_restored(s, encoder) for s in archive]
         self.next_id = int(state["next_id"])
+
+
+def _restored(snapshot: Mapping[str, Any], encoder: str) -> dict[str, Any]:
+    """A snapshot read back from a checkpoint, as :func:`make_snapshot` makes them: NumPy
+    weights (what crosses the worker pipes) and the run's encoder name."""
+    model = {k: v.numpy() if torch.is_tensor(v) else v for k, v in dict(snapshot["model"]).items()}
+    return {**snapshot, "model": model, "encoder": encoder}
 
 
 class PromotionGate:
@@ -267,7 +277,7 @@ class SelfPlay:
 
     def load_state_dict(self, state: Mapping[str, Any] | None) -> None:
         if state:
-            self.pool.load_state_dict(state)
+            self.pool.load_state_dict(state, self.encoder)
             self.promotions = int(state.get("promotions", 0))
             if self.gate is not None:
                 self.gate.results.extend(bool(w) for w in state.get("gate_results", []))
