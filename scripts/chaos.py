@@ -10,14 +10,14 @@ times (a Poisson process of ``--faults-per-minute``, seeded by ``--seed``; kinds
 a shuffled bag of the ``--kinds``, so four faults in a row are one of each): ``kill_simulator`` /
 ``stop_simulator`` (SIGKILL / SIGSTOP of a simulator host or Showdown server, left stopped:
 the pool's health check must act) and ``kill_worker`` / ``stop_worker`` (an env worker).
-A simulator fault must be recovered (the victim gone, a new process of its kind running).
-A worker fault must stop the run with its documented line (exit code 1, ``resume=<run
-dir>``); the checkpoint is then loaded and the run resumed in the same run dir. When the
-time is up the run is stopped with SIGTERM (it saves) and checked: clean stops, loadable
-checkpoints whose global_step never went back, metrics.csv without duplicate iterations,
-no process or simulator socket dir left. Progress goes to stderr; the exit code is 1 when a
-check failed. Faults are only injected while the current segment is training (it logged
-and saved an iteration), so a fault never hits a run while it starts.
+Every fault must be recovered in the same run: the victim gone and a new process of its
+kind running (a simulator host or server restarted by its pool's watchdog, an env worker
+replaced within the step by the vector env, ``mapleenv.vector.heal``), the run never
+stopping. When the time is up the run is stopped with SIGTERM (it saves) and checked: a
+clean stop, loadable checkpoints whose global_step never went back, metrics.csv without
+duplicate iterations, no process or simulator socket dir left. Progress goes to stderr;
+the exit code is 1 when a check failed. Faults are only injected while the run is training
+(it logged and saved an iteration), so a fault never hits a run while it starts.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import json
 import math
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -45,11 +44,6 @@ from mapleenv.measure import process_role
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ("kill_simulator", "stop_simulator", "kill_worker", "stop_worker")
 SIM_DIR_PREFIX = "maple-sim-"  # mapleenv.backends.direct.pool.DIR_PREFIX
-CLEAN_STOP = re.compile(
-    r"\]\[trainer\]\[ERROR\] - (?P<why>.*); last checkpoint: \S+ "
-    r"\(continue with resume=(?P<run>.*)\)$",
-    re.MULTILINE,
-)
 
 
 def processes(trainer_pid: int) -> dict[str, list[psutil.Process]]:
@@ -98,20 +92,6 @@ def last_iteration(run_dir: Path) -> int:
         return 0
 
 
-def iteration_rate(run_dir: Path) -> tuple[int, float] | None:
-    """Env steps per iteration and per second of rollout, from the last metrics rows."""
-    rows = metrics_rows(run_dir)
-    try:
-        steps = int(rows[-1]["global_step"]) - (
-            int(rows[-2]["global_step"]) if len(rows) > 1 else 0
-        )
-        if len(rows) == 1:
-            steps //= max(int(rows[-1]["iteration"]), 1)
-        return steps, steps / float(rows[-1]["rollout_s"])
-    except (IndexError, KeyError, ValueError, ZeroDivisionError):
-        return None
-
-
 def check_checkpoint(run_dir: Path) -> dict[str, Any]:
     """Load ``last.pt`` and rebuild its policy: its global_step and iteration, or the error."""
     from mapleenv.policies import policy_from_snapshot
@@ -151,23 +131,22 @@ class Fault:
     pid: int
     segment: int
     t: float  # seconds since the chaos run started
-    outcome: str = "pending"  # recovered|unrecovered|clean_stop|bad_stop|no_stop|interrupted
+    outcome: str = "pending"  # recovered | unrecovered | interrupted
     recovered_s: float | None = None
     new_pid: int | None = None
-    steps_lost: int | None = None  # worker faults: estimated env steps since the checkpoint
     victim: Any = field(default=None, repr=False)
     before: set[int] = field(default_factory=set, repr=False)  # same-role pids at the fault
 
 
 # the JSON fields of a fault event
 EVENT_FIELDS = (
-    "kind", "role", "pid", "segment", "t", "outcome", "recovered_s", "new_pid", "steps_lost",
+    "kind", "role", "pid", "segment", "t", "outcome", "recovered_s", "new_pid",
 )  # fmt: skip
 
 
 @dataclass
 class Segment:
-    """One trainer process of the run: the first start, then one per resume."""
+    """The trainer process of the run."""
 
     index: int
     proc: subprocess.Popen
@@ -177,7 +156,7 @@ class Segment:
     started_wall: float  # time.time() then
     under_way: bool = False
     exit_code: int | None = None
-    end: str = "running"  # clean_stop | finished | sigterm | failed
+    end: str = "running"  # finished | sigterm | failed
     checkpoint: dict[str, Any] | None = None
     metrics_iteration: int | None = None  # the last iteration in metrics.csv at the end
 
@@ -196,7 +175,6 @@ class Chaos:
         self.trainer_pids: set[int] = set()
         self.sim_dirs: set[Path] = set()
         self.claimed: set[int] = set()  # new simulator pids already credited to a recovery
-        self.resume_steps: list[int] = []
 
     # -- progress
     def now(self) -> float:
@@ -206,17 +184,17 @@ class Chaos:
         print(f"[{self.now():7.1f} s] {message}", file=sys.stderr, flush=True)
 
     # -- segments
-    def start_segment(self, resume: bool) -> Segment:
+    def start_segment(self) -> Segment:
         index = len(self.segments)
         log = self.run_dir / "chaos" / f"segment-{index}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        command = [*self.command, *([f"resume={self.run_dir}"] if resume else [])]
+        command = list(self.command)
         with log.open("wb") as out:
             proc = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
         segment = Segment(index, proc, log, last_iteration(self.run_dir), self.now(), time.time())
         self.segments.append(segment)
         self.trainer_pids.add(proc.pid)
-        self.say(f"segment {index}: {'resumed' if resume else 'started'} run (pid {proc.pid})")
+        self.say(f"segment {index}: started run (pid {proc.pid})")
         return segment
 
     def track(self, segment: Segment) -> dict[str, list[psutil.Process]]:
@@ -271,8 +249,6 @@ class Chaos:
             kind, target_role, victim.pid, segment.index, round(self.now(), 2), victim=victim,
             before={p.pid for p in found.get(target_role, [])},
         )  # fmt: skip
-        if kind.endswith("worker"):
-            fault.steps_lost = self.steps_since_checkpoint()
         try:
             victim.send_signal(signal.SIGKILL if kind.startswith("kill") else signal.SIGSTOP)
         except psutil.Error:
@@ -281,25 +257,11 @@ class Chaos:
         self.say(f"fault {len(self.faults)}: {kind} {target_role} pid {victim.pid}")
         return fault
 
-    def steps_since_checkpoint(self) -> int | None:
-        """Env steps taken since ``last.pt`` was written (what a stop now loses), estimated
-        from the rollout rate of the last iteration; at most one iteration."""
-        rate = iteration_rate(self.run_dir)
-        try:
-            since = time.time() - (self.run_dir / "checkpoints" / "last.pt").stat().st_mtime
-        except OSError:
-            return None
-        if rate is None:
-            return None
-        per_iteration, per_second = rate
-        return min(per_iteration, round(per_second * max(since, 0.0)))
-
     def check_recoveries(self, found: dict[str, list[psutil.Process]]) -> None:
-        """Pending simulator faults: recovered once the victim is gone and a new process
-        of its role runs (each new pid credited to one fault); unrecovered past
-        ``--recovery-timeout``."""
+        """Pending faults: recovered once the victim is gone and a new process of its role
+        runs (each new pid credited to one fault); unrecovered past ``--recovery-timeout``."""
         for fault in self.faults:
-            if fault.outcome != "pending" or fault.kind.endswith("worker"):
+            if fault.outcome != "pending":
                 continue
             if alive(fault.victim):
                 if self.now() - fault.t > self.args.recovery_timeout:
@@ -326,34 +288,11 @@ class Chaos:
         """Classify a segment's exit; its faults' outcomes."""
         segment.exit_code = segment.proc.returncode
         text = segment.log.read_text(errors="replace")
-        worker_faults = [
-            f for f in self.faults if f.segment == segment.index and f.kind.endswith("worker")
-        ]
-        stops = [m for m in CLEAN_STOP.finditer(text) if "env worker" in m["why"]]
-        documented = (
-            segment.exit_code == 1
-            and len(stops) == 1
-            and stops[0]["run"].strip() == str(self.run_dir)
-            and bool(worker_faults)
-            and any(
-                f"pid {f.pid}," in stops[0]["why"] or "did not answer a step" in stops[0]["why"]
-                for f in worker_faults
-            )
-        )
-        if segment.end == "sigterm":
-            pass
-        elif documented:
-            segment.end = "clean_stop"
-        elif segment.exit_code == 0:
-            segment.end = "finished"
-        else:
-            segment.end = "failed"
+        if segment.end != "sigterm":
+            segment.end = "finished" if segment.exit_code == 0 else "failed"
         for fault in self.faults:
             if fault.segment == segment.index and fault.outcome == "pending":
-                if fault.kind.endswith("worker") and segment.end != "sigterm":
-                    fault.outcome = "clean_stop" if documented else "bad_stop"
-                else:
-                    fault.outcome = "interrupted"
+                fault.outcome = "interrupted"
         segment.metrics_iteration = last_iteration(self.run_dir)
         segment.checkpoint = check_checkpoint(self.run_dir)
         self.say(
@@ -381,41 +320,26 @@ class Chaos:
 
     # -- main loop
     def run(self) -> None:
-        """Train and inject faults, resuming after each clean stop, until the time is up
-        (and ``--min-faults`` were injected); then stop the run with SIGTERM (after a last
-        resume if a worker fault stopped it then)."""
+        """Train and inject faults until the time is up (and ``--min-faults`` were
+        injected); then stop the run with SIGTERM."""
         args = self.args
         rate = args.faults_per_minute / 60
         next_fault = self.rng.expovariate(rate) if rate > 0 else math.inf
-        segment = self.start_segment(resume=False)
+        segment = self.start_segment()
         while True:
             found = self.track(segment)
             self.check_recoveries(found)
             time_up = self.now() >= args.minutes * 60 and len(self.faults) >= args.min_faults
             if segment.proc.poll() is not None:
                 self.segment_ended(segment)
-                if segment.end != "clean_stop" or not segment.checkpoint["ok"]:
-                    return  # finished by itself, or failed: nothing to resume
-                self.resume_steps.append(segment.checkpoint["global_step"])
-                segment = self.start_segment(resume=True)
-                continue
-            worker_fault = max(
-                (f.t for f in self.faults if f.segment == segment.index and "worker" in f.kind),
-                default=None,
-            )
-            if worker_fault is not None:  # no more faults: the segment must stop by itself
-                if self.now() - worker_fault > args.step_timeout + 180:
-                    self.say("a worker fault did not stop the run")
-                    for fault in self.faults:
-                        if fault.segment == segment.index and fault.outcome == "pending":
-                            fault.outcome = "no_stop" if "worker" in fault.kind else "interrupted"
-                    break
-            elif time_up:
-                if segment.under_way or self.now() - segment.started > 300:
+                return  # a run that ends by itself under faults failed (or finished)
+            if time_up:  # the last faults are seen through (recovered or timed out) first
+                pending = any(f.outcome == "pending" for f in self.faults)
+                if not pending and (segment.under_way or self.now() - segment.started > 300):
                     break
             elif segment.under_way and self.now() >= next_fault and self.inject(segment, found):
                 next_fault = self.now() + self.rng.expovariate(rate)
-                continue  # look again at once: a killed worker ends the segment
+                continue
             time.sleep(0.25)
         self.stop(segment)
 
@@ -454,31 +378,20 @@ class Chaos:
         aborted = sum(int(r.get("episodes_aborted") or 0) for r in rows)
         checkpoints = [s.checkpoint for s in self.segments if s.checkpoint is not None]
         steps = [c["global_step"] for c in checkpoints if c.get("ok")]
-        starts = [0, *self.resume_steps]
         left = self.leftovers()
         dirs_left = sorted(str(d) for d in self.sim_dirs if d.exists())
         by_kind = {kind: sum(f.kind == kind for f in self.faults) for kind in self.args.kinds}
         recovered = [f for f in self.faults if f.outcome == "recovered"]
-        worker_faults = [f for f in self.faults if f.kind.endswith("worker")]
-        clean_stops = [s for s in self.segments if s.end == "clean_stop"]
-        lost = [f.steps_lost for f in self.faults if f.outcome == "clean_stop"]
         checks = {
             "final_stop_clean": final.end in ("sigterm", "finished"),
-            "worker_faults_stopped_cleanly": all(
-                f.outcome in ("clean_stop", "interrupted") for f in worker_faults
-            ),
+            "one_segment": len(self.segments) == 1,
             "no_failed_segment": all(s.end != "failed" for s in self.segments),
-            "simulator_faults_recovered": all(
-                f.outcome in ("recovered", "interrupted")
-                for f in self.faults
-                if not f.kind.endswith("worker")
-            ),
+            "faults_recovered": all(f.outcome in ("recovered", "interrupted") for f in self.faults),
             "checkpoints_load": bool(checkpoints) and all(c["ok"] for c in checkpoints),
-            "global_step_never_back": steps == sorted(steps)
-            and all(b >= a for a, b in zip(starts, steps, strict=False)),
+            "global_step_never_back": steps == sorted(steps),
             "metrics_no_duplicate_iterations": len(iterations) == len(set(iterations))
             and iterations == sorted(iterations),
-            # no logged iteration past its checkpoint at any stop (before a resume drops it)
+            # no logged iteration past its checkpoint at the stop
             "checkpoint_covers_metrics": all(
                 s.checkpoint.get("iteration", -1) >= (s.metrics_iteration or 0)
                 for s in self.segments
@@ -502,14 +415,7 @@ class Chaos:
                 "seconds": [f.recovered_s for f in recovered],
                 "max_s": max((f.recovered_s or 0.0 for f in recovered), default=None),
             },
-            "clean_stops": len(clean_stops),
-            "resumes": len(self.resume_steps),
             "battles_aborted": aborted,
-            "steps_lost": {
-                "total": sum(s for s in lost if s is not None),
-                "per_stop": lost,
-                "estimate": "rollout steps/s of the last iteration x seconds since last.pt",
-            },
             "checkpoint_global_steps": steps,
             "iterations_logged": len(iterations),
             "segments": [
@@ -577,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         "--step-timeout",
         type=float,
         default=60.0,
-        help="env.step_timeout_s: a stopped worker stops the run after this; keep it above "
+        help="env.step_timeout_s: a stopped worker is replaced after this; keep it above "
         "the time a stopped simulator takes to be replaced, ~11 s direct, ~15 s server "
         "(default %(default)s)",
     )
@@ -585,7 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         "--recovery-timeout",
         type=float,
         default=90.0,
-        help="seconds a killed or stopped simulator has to be replaced (default %(default)s)",
+        help="seconds a killed or stopped process has to be replaced; a stopped worker "
+        "needs --step-timeout plus its new env's start (default %(default)s)",
     )
     parser.add_argument(
         "--run-dir", type=Path, default=None, help="run dir (default: a temporary one)"

@@ -53,24 +53,20 @@ def test_chaos_run_recovers_from_every_fault_kind(tmp_path: Path) -> None:
     worker = [e for e in events if e["kind"].endswith("worker")]
     role = "sim_host" if BACKEND == "direct" else "server"
     assert all(e["role"] == role for e in simulator)
-    recovered = [e for e in simulator if e["outcome"] == "recovered"]
-    assert result["recoveries"]["count"] == len(recovered) >= 1
+    recovered = [e for e in events if e["outcome"] == "recovered"]
+    assert result["recoveries"]["count"] == len(recovered)
     assert all(e["new_pid"] != e["pid"] for e in recovered)
-    # each worker fault stopped the run with its line; each stop was resumed (and the last
-    # segment stopped by SIGTERM)
-    assert all(e["outcome"] == "clean_stop" for e in worker)
-    assert result["clean_stops"] == len(worker) == result["resumes"]
+    # every fault recovered in the same run: a worker replaced within its step, a simulator
+    # restarted by its watchdog
+    assert [e["outcome"] for e in events] == ["recovered"] * len(events)
+    assert all(e["role"] == "env_worker" for e in worker)
     segments = result["segments"]
-    assert len(segments) == result["resumes"] + 1
-    assert [s["end"] for s in segments] == ["clean_stop"] * len(worker) + ["sigterm"]
-    assert segments[-1]["exit_code"] == 130
-    # one env: a simulator fault aborts at most the one battle in flight
-    assert 0 <= result["battles_aborted"] <= len(simulator)
-    assert len(result["steps_lost"]["per_stop"]) == len(worker)
-    assert all(0 <= s <= 32 for s in result["steps_lost"]["per_stop"])  # one smoke iteration
+    assert [s["end"] for s in segments] == ["sigterm"] and segments[0]["exit_code"] == 130
+    # one env: a fault aborts at most the one battle in flight
+    assert 0 <= result["battles_aborted"] <= len(events)
 
     steps = result["checkpoint_global_steps"]
-    assert steps == sorted(steps) and len(steps) == len(segments)
+    assert steps == sorted(steps) and len(steps) == 1
     with (run_dir / "metrics.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     iterations = [int(r["iteration"]) for r in rows]

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 import trainer.config  # noqa: F401  (registers the typed schemas)
 from mapleenv.vector import ShardFailedError  # plain import; Ray is imported only by shards
 from trainer.config import ConfigError
-from trainer.envs.vector import EnvPoolFailed, EnvWorkerDied, EnvWorkerStalled
+from trainer.envs.vector import EnvPoolFailed, EnvWorkerDied, EnvWorkersFailing, EnvWorkerStalled
 from trainer.run.checkpoint import CHECKPOINT_DIR, LAST, CheckpointError
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -52,7 +52,13 @@ def _hydra_main(cfg: DictConfig) -> None:
     except (ConfigError, CheckpointError, FileNotFoundError) as exc:  # bad input: one line
         log.error("%s", exc)
         sys.exit(2)
-    except (ShardFailedError, EnvWorkerDied, EnvWorkerStalled, EnvPoolFailed) as exc:
+    except (
+        ShardFailedError,
+        EnvWorkerDied,
+        EnvWorkerStalled,
+        EnvWorkersFailing,
+        EnvPoolFailed,
+    ) as exc:
         log.error("%s%s", exc, resume_hint(run_dir))
         sys.exit(1)
     except KeyboardInterrupt:

@@ -136,8 +136,11 @@ class PolicyOpponent(Player):
         their snapshot in proportion (a league sampled by how often it still beats the
         learner). Returns the pool's ids. Battles in progress keep the policy they started
         with."""
-        for snapshot in add:
-            self.pool.append(FrozenPolicy.from_snapshot(snapshot))
+        have = set(self.pool_ids())
+        for snapshot in add:  # a snapshot already in the pool is not added twice
+            if int(snapshot.get("id", 0)) not in have:
+                self.pool.append(FrozenPolicy.from_snapshot(snapshot))
+                have.add(int(snapshot.get("id", 0)))
         if keep is not None:
             wanted = set(keep)
             self.pool = [p for p in self.pool if p.id in wanted]

@@ -8,6 +8,8 @@ from typing import Any
 
 _LAZY = {
     "BACKEND_ENV_VAR": "mapleenv.vector.local",
+    "EnvPoolFailed": "mapleenv.vector.heal",
+    "EnvWorkersFailing": "mapleenv.vector.heal",
     "ShowdownVectorEnv": "mapleenv.vector.local",
     "default_backend": "mapleenv.vector.local",
     "make_vector_env": "mapleenv.vector.local",

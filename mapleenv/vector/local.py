@@ -24,6 +24,7 @@ event-loop threads) and import only ``mapleenv`` (no torch, no CUDA).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -32,7 +33,10 @@ import os
 from typing import Any, Protocol
 
 import numpy as np
+from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+from gymnasium.vector.async_vector_env import AsyncState
+from gymnasium.vector.utils import iterate
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from mapleenv.env import PokemonEnv
@@ -40,6 +44,7 @@ from mapleenv.plugins import import_plugins
 from mapleenv.showdown.pool import ServerPool
 from mapleenv.showdown.process import die_with_parent
 from mapleenv.spec import BACKEND_ENV_VAR, EnvSpec, default_backend
+from mapleenv.vector.heal import HealingStep
 from mapleenv.vector.masks import action_masks
 
 logger = logging.getLogger(__name__)
@@ -71,15 +76,56 @@ class _Pool(Protocol):
 
 
 class ShowdownVectorEnv(AsyncVectorEnv):
-    """``AsyncVectorEnv`` that also stops its server or host pool on ``close()``."""
+    """``AsyncVectorEnv`` that replaces its dead or hung workers within a step
+    (:mod:`mapleenv.vector.heal`: ``worker_timeout_s``, ``max_worker_failures``) and stops
+    its server or host pool on ``close()``."""
 
-    def __init__(self, env_fns: list[Any], *, pool: _Pool | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        env_fns: list[Any],
+        *,
+        pool: _Pool | None = None,
+        worker_timeout_s: float | None = 300.0,
+        max_worker_failures: int = 3,
+        **kwargs: Any,
+    ):
         self.pool = pool
         try:
             super().__init__(env_fns, **kwargs)
         except BaseException:
             self._stop_pool()
             raise
+        context = multiprocessing.get_context(kwargs.get("context"))
+        self.healing = HealingStep(self, context, worker_timeout_s, max_worker_failures)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """As ``AsyncVectorEnv.step_async``, but a worker that died since the last step
+        does not stop the others: the step's reply replaces it."""
+        self._assert_is_running()
+        if self._state != AsyncState.DEFAULT:
+            raise AlreadyPendingCallError(
+                f"step_async while waiting for {self._state.value}", str(self._state.value)
+            )
+        for pipe, action in zip(
+            self.parent_pipes, iterate(self.action_space, actions), strict=True
+        ):
+            with contextlib.suppress(BrokenPipeError, ConnectionError, OSError):
+                pipe.send(("step", action))
+        self._state = AsyncState.WAITING_STEP
+
+    def step_wait(self, timeout: float | None = None) -> Any:
+        """The step's replies; failed workers replaced (``timeout`` is unused: the wait is
+        per worker, ``worker_timeout_s``)."""
+        self._assert_is_running()
+        if self._state != AsyncState.WAITING_STEP:
+            raise NoAsyncCallError("step_wait without step_async", AsyncState.WAITING_STEP.value)
+        return self.healing.step_wait()
+
+    def pop_replaced_workers(self) -> list[int]:
+        """Indices of the workers replaced since the last call (their envs are new
+        processes: e.g. a self-play pool must be pushed to them again)."""
+        replaced, self.healing.replaced = self.healing.replaced, []
+        return replaced
 
     def action_masks(self) -> np.ndarray:
         """Bool ``[N, A]`` legal-action masks of the current observations
@@ -100,6 +146,8 @@ class ShowdownVectorEnv(AsyncVectorEnv):
     def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:
         try:
             if hasattr(self, "processes"):
+                if self._state != AsyncState.DEFAULT:  # a pending step: its workers may be gone
+                    self._state, terminate = AsyncState.DEFAULT, True
                 super().close_extras(timeout=timeout, terminate=terminate)
         finally:
             self._stop_pool()
@@ -113,6 +161,8 @@ def make_vector_env(
     context: str = "spawn",
     autoreset_mode: AutoresetMode | str | None = None,
     watchdog_interval: float = 1.0,
+    worker_timeout_s: float | None = 300.0,
+    max_worker_failures: int = 3,
     **settings: Any,
 ) -> ShowdownVectorEnv:
     """``num_envs`` :class:`PokemonEnv` in ``AsyncVectorEnv`` workers (shared memory).
@@ -126,7 +176,10 @@ def make_vector_env(
     starting ``servers`` local ones; ``seed`` seeds env ``i`` with ``seed + i``.
     ``backend``: ``None``/``"auto"`` (:func:`default_backend`), ``"server"``, ``"direct"``
     (with ``sim_hosts`` shared hosts, see module docs) or a name given to
-    ``mapleenv.backends.register_backend``.
+    ``mapleenv.backends.register_backend``. A worker that dies, or does not answer a step
+    within ``worker_timeout_s`` (``None``: wait forever), is replaced within the step and its
+    episode ends aborted; failures in ``max_worker_failures`` steps in a row raise
+    (:mod:`mapleenv.vector.heal`).
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -135,7 +188,12 @@ def make_vector_env(
     spec = _checked_spec(spec, settings)
     pool, specs = _start_pool(spec, num_envs, watchdog_interval)
     env_fns = [functools.partial(_worker_env, env) for env in specs]
-    vector_kwargs: dict[str, Any] = {"shared_memory": True, "context": context}
+    vector_kwargs: dict[str, Any] = {
+        "shared_memory": True,
+        "context": context,
+        "worker_timeout_s": worker_timeout_s,
+        "max_worker_failures": max_worker_failures,
+    }
     if autoreset_mode is not None:
         vector_kwargs["autoreset_mode"] = AutoresetMode(autoreset_mode)
     try:

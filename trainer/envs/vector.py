@@ -13,9 +13,22 @@ import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.async_vector_env import AsyncState
 
+from mapleenv.vector import EnvPoolFailed, EnvWorkersFailing
 from trainer.config import ConfigError, EnvConfig, GymEnvConfig, ShowdownEnvConfig
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "EnvPoolFailed",
+    "EnvWorkerDied",
+    "EnvWorkerStalled",
+    "EnvWorkersFailing",
+    "StepWatch",
+    "autoreset_mode",
+    "make_envs",
+    "terminate_envs",
+    "worker_failure",
+]
 
 
 def make_envs(
@@ -30,6 +43,8 @@ def make_envs(
         envs = _make_gym(cfg)  # type: ignore[arg-type]
     else:
         raise ValueError(f"env.kind must be 'showdown' or 'gym', got {cfg.kind!r}")
+    if getattr(envs, "healing", None) is not None:  # replaces its failed workers itself
+        return envs
     if isinstance(envs, AsyncVectorEnv) and cfg.step_timeout_s is not None:
         return StepWatch(envs, cfg.step_timeout_s)
     return envs
@@ -37,11 +52,6 @@ def make_envs(
 
 class EnvWorkerStalled(RuntimeError):
     """Env workers that did not answer a step within the timeout (hung, stopped); names them."""
-
-
-class EnvPoolFailed(RuntimeError):
-    """The envs' Showdown servers or simulator hosts could not be restarted (their watchdog
-    gave up, e.g. a port taken by another program); says which and why."""
 
 
 class StepWatch(VectorWrapper):
@@ -216,7 +226,7 @@ def _make_showdown(
         raise ValueError(f"env.vectorization must be 'async' or 'ray', got {cfg.vectorization!r}")
     from mapleenv import make_vector_env
 
-    return make_vector_env(cfg.num_envs, spec, **vector)
+    return make_vector_env(cfg.num_envs, spec, worker_timeout_s=cfg.step_timeout_s, **vector)
 
 
 def showdown_spec(cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None) -> Any:

@@ -228,6 +228,14 @@ class SelfPlay:
         """Add a snapshot of ``policy`` when the schedule says so (every ``every`` updates,
         or when the gate opens on ``results``: ``(snapshot id, won)`` of the battles since
         the last call); returns the metrics columns' values."""
+        replaced = getattr(self.envs.unwrapped, "pop_replaced_workers", list)()
+        if replaced:  # new worker processes start with an empty pool
+            log.info(
+                "self-play: pool %s pushed again (env workers %s replaced)",
+                self.pool.ids(),
+                replaced,
+            )
+            self._sync(self.pool.snapshots)
         if self.gate is None:
             promote = iteration % self.cfg.every == 0
         else:

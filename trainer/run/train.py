@@ -23,6 +23,7 @@ from trainer.envs.episodes import OpponentStats, win_rate_columns
 from trainer.envs.spaces import ObsAdapter
 from trainer.envs.vector import (
     EnvPoolFailed,
+    EnvWorkersFailing,
     EnvWorkerStalled,
     make_envs,
     terminate_envs,
@@ -341,7 +342,7 @@ class Trainer:
                     self.save(f"step_{self.global_step:010d}.pt")
                 if self.iteration % self.cfg.log_every == 0 or not self.budget_left():
                     log.info("iter %d | %s", self.iteration, summary_line(row))
-        except (EnvWorkerStalled, EnvPoolFailed):
+        except (EnvWorkerStalled, EnvPoolFailed, EnvWorkersFailing):
             self._interrupted = True  # hung or blocked workers: terminate, don't wait
             raise
         except (EOFError, ConnectionError) as exc:  # a worker's pipe closed mid-step

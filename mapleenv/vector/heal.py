@@ -1,0 +1,205 @@
+"""Env workers that die or hang are replaced in the middle of a step, not the end of a run.
+
+:class:`HealingStep` waits for an ``AsyncVectorEnv``'s step replies the way
+``step_wait`` does, but watches each worker: one whose process ended (killed, crashed)
+or that stays silent past ``worker_timeout_s`` (stopped, deadlocked) is killed and
+replaced by a fresh process built from the same env factory, shared-memory slot and
+error queue. The new worker resets its env, and the step reports that env's episode as
+truncated with ``info["aborted"]`` (its ``final_obs`` is the last observation it had), as
+a battle on a killed simulator host or server already ends; the other envs step as usual.
+``max_failures`` steps in a row with a replacement raise :class:`EnvWorkersFailing` (one
+line naming the workers): a fault that keeps coming back is not retried forever. While
+waiting, a watchdog that gave up on the envs' simulator hosts or servers raises
+:class:`EnvPoolFailed` at once. RLlib restarts failed env runners the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from multiprocessing import connection as mp_connection
+from multiprocessing import sharedctypes
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AsyncVectorEnv
+from gymnasium.vector.async_vector_env import AsyncState, _async_worker
+from gymnasium.vector.utils import CloudpickleWrapper
+
+logger = logging.getLogger(__name__)
+
+
+class EnvWorkersFailing(RuntimeError):
+    """Env workers failed in ``max_failures`` steps in a row, replacements included."""
+
+
+class EnvPoolFailed(RuntimeError):
+    """The envs' Showdown servers or simulator hosts could not be restarted (their watchdog
+    gave up, e.g. a port taken by another program); says which and why."""
+
+
+class HealingStep:
+    """The step-reply side of an ``AsyncVectorEnv`` with worker replacement (module docs)."""
+
+    def __init__(
+        self,
+        env: AsyncVectorEnv,
+        context: Any,
+        worker_timeout_s: float | None = 300.0,
+        max_failures: int = 3,
+        log_after_s: float = 10.0,
+    ) -> None:
+        self.env, self.context = env, context
+        self.worker_timeout_s, self.max_failures = worker_timeout_s, max_failures
+        self.log_after_s = (
+            log_after_s if worker_timeout_s is None else min(log_after_s, worker_timeout_s)
+        )
+        self.failures_in_a_row = 0
+        self.replaced: list[int] = []  # every replacement so far, by env index
+        self._buffer: Any = None  # the observations' shared memory, for new workers
+
+    def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """``AsyncVectorEnv.step_wait``, replacing the workers that failed (module docs)."""
+        env = self.env
+        try:
+            return self._step_wait()
+        finally:  # a failure leaves no call pending: close() must not wait for one
+            env._state = AsyncState.DEFAULT
+
+    def _step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        env = self.env
+        failed = self._wait()
+        results: list[tuple[Any, ...]] = []
+        for i, pipe in enumerate(env.parent_pipes):
+            if i not in failed:
+                try:
+                    reply, success = pipe.recv()
+                except (EOFError, ConnectionError, OSError):
+                    failed[i] = "its pipe closed"
+                else:
+                    results.append((i, reply, success))
+                    continue
+            results.append((i, self._replace(i, failed[i]), True))
+        env._raise_if_errors([success for _, _, success in results])
+        self._count(failed)
+        rewards, terminated, truncated, infos = [], [], [], {}
+        for i, reply, _ in results:
+            _, reward, term, trunc, info = reply
+            rewards.append(reward)
+            terminated.append(term)
+            truncated.append(trunc)
+            infos = env._add_info(infos, info, i)
+        return (
+            env.observations,
+            np.array(rewards, dtype=np.float64),
+            np.array(terminated, dtype=np.bool_),
+            np.array(truncated, dtype=np.bool_),
+            infos,
+        )
+
+    def _wait(self) -> dict[int, str]:
+        """Wait until every worker replied, died or timed out; ``{index: why}`` of the
+        workers that failed."""
+        env = self.env
+        silent = set(range(env.num_envs))
+        failed: dict[int, str] = {}
+        start, logged = time.monotonic(), False
+        while silent:
+            failure = getattr(env, "pool_failure", None)
+            if failure is not None:
+                raise EnvPoolFailed(failure)
+            for i in [i for i in silent if not env.processes[i].is_alive()]:
+                failed[i] = f"its process ended (exit code {env.processes[i].exitcode})"
+                silent.discard(i)
+            elapsed = time.monotonic() - start
+            if self.worker_timeout_s is not None and elapsed >= self.worker_timeout_s:
+                for i in silent:
+                    failed[i] = f"it did not answer a step within {self.worker_timeout_s:.0f} s"
+                break
+            if not logged and elapsed >= self.log_after_s and silent:
+                logger.warning(
+                    "env step stalled for over %.0f s: worker(s) %s silent",
+                    self.log_after_s,
+                    sorted(silent),
+                )
+                logged = True
+            ready = mp_connection.wait([env.parent_pipes[i] for i in silent], timeout=0.5)
+            silent = {i for i in silent if env.parent_pipes[i] not in ready}
+        if logged and not failed:
+            logger.warning("env step resumed after %.1f s", time.monotonic() - start)
+        return failed
+
+    def _count(self, failed: dict[int, str]) -> None:
+        if not failed:
+            self.failures_in_a_row = 0
+            return
+        self.failures_in_a_row += 1
+        if self.failures_in_a_row >= self.max_failures:
+            why = "; ".join(f"env worker {i}: {reason}" for i, reason in sorted(failed.items()))
+            raise EnvWorkersFailing(
+                f"env workers failed in {self.failures_in_a_row} steps in a row, each "
+                f"replaced; the last: {why}"
+            )
+
+    def _replace(self, index: int, why: str) -> tuple[Any, ...]:
+        """Kill worker ``index``, start a new one in its place and reset its env; the step
+        reply of that env (its episode truncated and aborted)."""
+        env = self.env
+        logger.warning("env worker %d failed (%s): replacing it", index, why)
+        final_obs = _slot(env.observations, index)  # before the new worker's reset
+        old = env.processes[index]
+        if old.is_alive():
+            old.kill()  # SIGKILL also ends a stopped (SIGSTOP) process
+        old.join(10.0)
+        env.parent_pipes[index].close()
+        if self._buffer is None:
+            self._buffer = shared_buffer(env.observations, self.context)
+        parent_pipe, child_pipe = self.context.Pipe()
+        process = self.context.Process(
+            target=_async_worker,
+            name=old.name,
+            args=(
+                index,
+                CloudpickleWrapper(env.env_fns[index]),
+                child_pipe,
+                parent_pipe,
+                self._buffer,
+                env.error_queue,
+                env.autoreset_mode,
+            ),
+            daemon=old.daemon,
+        )
+        process.start()
+        child_pipe.close()
+        env.processes[index], env.parent_pipes[index] = process, parent_pipe
+        self.replaced.append(index)
+        parent_pipe.send(("reset", {}))
+        if self.worker_timeout_s is not None and not parent_pipe.poll(self.worker_timeout_s):
+            raise EnvWorkersFailing(
+                f"env worker {index} failed ({why}) and its replacement did not reset within "
+                f"{self.worker_timeout_s:.0f} s"
+            )
+        (_, reset_info), success = parent_pipe.recv()
+        if not success:
+            env._raise_if_errors([False])
+        aborted = f"env worker {index} replaced: {why}"
+        info = {"final_obs": final_obs, "final_info": {"aborted": aborted}, **reset_info}
+        return None, 0.0, False, True, info
+
+
+def _slot(observations: Any, index: int) -> Any:
+    """A copy of env ``index``'s entry of a batched (dict of) observation array(s)."""
+    if isinstance(observations, dict):
+        return {key: _slot(value, index) for key, value in observations.items()}
+    return np.array(observations[index], copy=True)
+
+
+def shared_buffer(observations: Any, context: Any) -> Any:
+    """The shared memory behind an ``AsyncVectorEnv``'s observation arrays, as a new worker
+    takes it (Gymnasium keeps only the arrays: each one's base is the raw shared array)."""
+    if isinstance(observations, dict):
+        return {key: shared_buffer(value, context) for key, value in observations.items()}
+    raw = observations
+    while isinstance(raw, np.ndarray):
+        raw = raw.base
+    return sharedctypes.synchronized(raw, ctx=context)
