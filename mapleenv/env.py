@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import logging
 import time
-from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -27,13 +26,13 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from mapleenv.actions import action_space_size, describe_legal, legal_actions, mask_from_legal
 from mapleenv.backends import BattleAborted, BattleBackend, backend_factory
-from mapleenv.backends.websocket import ShowdownBackend, wait_for_server
+from mapleenv.backends.websocket import ShowdownBackend
 from mapleenv.encoders import make_encoder, observation_box
 from mapleenv.opponents import make_opponent
 from mapleenv.plugins import import_plugins
 from mapleenv.replays import protocol_log, save_replay
 from mapleenv.reward import make_reward
-from mapleenv.showdown.package import ShowdownError
+from mapleenv.showdown.package import ShowdownError, wait_for_server
 from mapleenv.showdown.server import ShowdownServer
 from mapleenv.showdown.teams import TeamPool, team_pool
 from mapleenv.spec import ON_ILLEGAL, EnvSpec
@@ -325,7 +324,7 @@ class PokemonEnv(gymnasium.Env):
                 info["opponent_policy_id"] = int(policy_id)
             replay_dir = self.env_spec.replay_dir
             if replay_dir is not None:
-                save_replay(battle, Path(replay_dir) / f"{battle.battle_tag}.html")
+                save_replay(battle, replay_dir)
         if illegal:
             info["illegal_action"] = True
         return obs, float(reward), terminated, truncated, info

@@ -21,8 +21,8 @@ _IMPORTED: set[str] = set()
 
 
 def import_plugins(modules: Iterable[str]) -> None:
-    """Import each module (once per process, as any import); ``ValueError`` naming the
-    module if one cannot be imported."""
+    """Import each module (once per process, as any import); ``ValueError`` (one line)
+    naming the module if one cannot be imported or raises while it is imported."""
     for module in modules:
         if not isinstance(module, str) or not module:
             raise ValueError(f"plugins: a module name is needed, got {module!r}")
@@ -30,6 +30,12 @@ def import_plugins(modules: Iterable[str]) -> None:
             importlib.import_module(module)
         except ImportError as exc:
             raise ValueError(f"plugin module {module!r} cannot be imported: {exc}") from exc
+        except Exception as exc:  # the plugin's own code failed: its error, in one line
+            detail = " ".join(str(exc).split()) or "(no message)"
+            raise ValueError(
+                f"plugin module {module!r} failed while being imported: "
+                f"{type(exc).__name__}: {detail}"
+            ) from exc
         _IMPORTED.add(module)
 
 

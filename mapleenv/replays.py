@@ -2,7 +2,8 @@
 
 A replay holds the battle's protocol log as the agent saw it in
 ``<script type="text/plain" class="battle-log-data">`` (``/`` written ``\\/``, as Showdown
-does, so no line can close the script), which Showdown's replay viewer
+does, so no line can close the script, and ``<!--`` written ``<\\!--``, so none can turn
+the script's end into text: :func:`script_data`), which Showdown's replay viewer
 (``replay-embed.js``, loaded from play.pokemonshowdown.com) animates; and below it the
 same battle as text (``battle-log-inline``), so that a browser without the viewer
 (offline) shows the whole battle rather than only the header. poke-env's own
@@ -19,6 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from poke_env.battle.abstract_battle import AbstractBattle
+
+from mapleenv.paths import safe_filename
 
 VIEWER = "https://play.pokemonshowdown.com/js/replay-embed.js"
 
@@ -257,15 +260,32 @@ def replay_html(battle: AbstractBattle) -> str:
         tier=html.escape(tier or battle.battle_tag),
         p1=html.escape(players.get("p1", "p1")),
         p2=html.escape(players.get("p2", "p2")),
-        data="\n".join(lines).replace("/", "\\/"),
+        data=script_data("\n".join(lines)),
         text=text_log(lines, battle.player_role),
         viewer=VIEWER,
     )
 
 
-def save_replay(battle: AbstractBattle, path: str | Path) -> Path:
-    """Write ``battle``'s replay file to ``path`` (folders created)."""
-    path = Path(path)
+def script_data(text: str) -> str:
+    """``text`` for the inside of a ``<script type="text/plain">`` block: ``/`` as ``\\/``
+    (Showdown's own escape, which its replay viewer undoes), so no ``</script`` can close
+    the block early, and ``<!--`` as ``<\\!--``, which would otherwise start HTML's
+    "escaped" script state, where a ``<script`` in a nickname makes the block's real
+    ``</script>`` not count and swallows the rest of the page."""
+    return text.replace("/", "\\/").replace("<!--", "<\\!--")
+
+
+def replay_path(directory: str | Path, battle_tag: str) -> Path:
+    """Where the replay of ``battle_tag`` goes in ``directory``: the tag comes from the
+    server, so it is made a safe file name (:func:`mapleenv.paths.safe_filename`)."""
+    return Path(directory) / f"{safe_filename(battle_tag)}.html"
+
+
+def save_replay(battle: AbstractBattle, directory: str | Path) -> Path:
+    """Write ``battle``'s replay file into ``directory`` (created) under
+    :func:`replay_path` (the battle tag made a safe file name: a server's room id such as
+    ``battle-../../x`` cannot point outside the folder); returns where it went."""
+    path = replay_path(directory, battle.battle_tag)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(replay_html(battle), encoding="utf-8")
     return path

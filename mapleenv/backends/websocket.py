@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
 
 from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.battle.battle import Battle
@@ -24,7 +23,8 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 from mapleenv.actions import teampreview_in_order
 from mapleenv.backends import BackendSpec, BattleAborted
 from mapleenv.opponents import opponent_battles, unique_username
-from mapleenv.showdown.package import ShowdownError, port_is_open
+from mapleenv.paths import safe_filename
+from mapleenv.showdown.package import ShowdownError
 
 logger = logging.getLogger(__name__)
 
@@ -429,22 +429,8 @@ class ShowdownBackend:
         if self.record_dir is None or not self.agent.frames:
             return
         self.record_dir.mkdir(parents=True, exist_ok=True)
-        path = self.record_dir / f"{battle.battle_tag}.jsonl"
+        path = self.record_dir / f"{safe_filename(battle.battle_tag)}.jsonl"  # a server's name
         room = f">{battle.battle_tag}\n"
         frames = [f for f in self.agent.frames if f.startswith(room)]
         path.write_text("".join(json.dumps(frame) + "\n" for frame in frames))
         self.agent.frames.clear()
-
-
-def wait_for_server(configuration: ServerConfiguration, timeout: float) -> None:
-    """Wait until the server's TCP port accepts connections (``ShowdownError`` if not)."""
-    parts = urlsplit(configuration.websocket_url)
-    host = parts.hostname or "127.0.0.1"
-    port = parts.port or (443 if parts.scheme == "wss" else 80)
-    deadline = time.monotonic() + timeout
-    while not port_is_open(port, host):
-        if time.monotonic() > deadline:
-            raise ShowdownError(
-                f"Showdown server {host}:{port} is unreachable (waited {timeout:.0f} s)"
-            )
-        time.sleep(0.2)

@@ -6,7 +6,9 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 from poke_env.ps_client.server_configuration import ServerConfiguration
@@ -141,16 +143,45 @@ def configuration(host: str, port: int, secure: bool = False) -> ServerConfigura
 
 
 def external_server(url: str) -> ServerConfiguration:
-    """poke-env configuration for an external server: ``host:port`` or a ws(s):// URL."""
+    """poke-env configuration for an external server: ``host:port`` or a ws(s):// URL.
+    A bad scheme, a missing host or a port outside 1..65535 is a one-line ``ValueError``
+    (before any connection is tried)."""
     url = url.strip()
-    if url.startswith(("ws://", "wss://")):
-        return ServerConfiguration(url, AUTH_URL)
     if "://" in url:
-        raise ValueError(f"unsupported server URL {url!r}: use host:port or ws://, wss://")
-    host, sep, port = url.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"bad server address {url!r}: expected host:port (e.g. 127.0.0.1:8000)")
-    return configuration(host, int(port))
+        parts = urlsplit(url)
+        if parts.scheme not in ("ws", "wss"):
+            raise ValueError(f"unsupported server URL {url!r}: use host:port or ws://, wss://")
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if not parts.hostname or port == -1 or port == 0:
+            raise ValueError(
+                f"bad server URL {url!r}: expected ws(s)://host[:port]/showdown/websocket "
+                "with a port in 1..65535"
+            )
+        return ServerConfiguration(url, AUTH_URL)
+    host, sep, port_text = url.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(
+            f"bad server address {url!r}: expected host:port with a port in 1..65535 "
+            "(e.g. 127.0.0.1:8000)"
+        )
+    return configuration(host, int(port_text))
 
 
 # ---------------------------------------------------------------- server directory
+
+
+def wait_for_server(configuration: ServerConfiguration, timeout: float) -> None:
+    """Wait until the server's TCP port accepts connections (``ShowdownError`` if not)."""
+    parts = urlsplit(configuration.websocket_url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or (443 if parts.scheme == "wss" else 80)
+    deadline = time.monotonic() + timeout
+    while not port_is_open(port, host):
+        if time.monotonic() > deadline:
+            raise ShowdownError(
+                f"Showdown server {host}:{port} is unreachable (waited {timeout:.0f} s)"
+            )
+        time.sleep(0.2)

@@ -11,6 +11,7 @@ gives each battle one of them, drawn from a seeded stream. docs/teams.md has the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,9 +21,13 @@ from typing import Any
 import numpy as np
 from poke_env.teambuilder.teambuilder import Teambuilder
 
+from mapleenv.paths import read_small_file, size_text
 from mapleenv.showdown.package import ShowdownError, find_node, find_showdown
 
 TEAMS_SCRIPT = Path(__file__).resolve().parents[1] / "js" / "teams.js"
+MAX_TEAM_BYTES = 1 << 20  # one team file (a real one is ~1 KiB)
+MAX_TEAM_FILES = 1000  # team files in a folder
+MAX_TEAMS_BYTES = 16 << 20  # all the files of a folder together
 
 
 @dataclass(frozen=True)
@@ -36,11 +41,29 @@ class Team:
 _cache: dict[tuple[Any, ...], tuple[Team, ...]] = {}
 
 
-def team_files(path: Path) -> list[Path]:
-    """The team files of ``path``: itself, or a folder's non-hidden files by name."""
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-    return [path]
+def team_files(path: Path, *, key: str = "team") -> list[Path]:
+    """The team files of ``path``: itself, or a folder's non-hidden regular files by name
+    (at most :data:`MAX_TEAM_FILES`: ``ValueError`` naming ``key`` past that)."""
+    if not path.is_dir():
+        return [path]
+    files = []
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_file():
+                continue
+            if len(files) == MAX_TEAM_FILES:
+                raise ValueError(
+                    f"{key}: folder {str(path)!r} has more than {MAX_TEAM_FILES} team files"
+                )
+            files.append(Path(entry.path))
+    return sorted(files)
+
+
+def read_team_file(path: Path, *, key: str = "team") -> str:
+    """A team file's text: a regular file of at most :data:`MAX_TEAM_BYTES`, else a
+    ``ValueError`` naming ``key``, the file and its kind or size
+    (:func:`mapleenv.paths.read_small_file`: a FIFO or ``/dev/zero`` fails at once)."""
+    return read_small_file(path, key=key, limit=MAX_TEAM_BYTES, what="a team file")
 
 
 def _run_script(battle_format: str | None, entries: list[dict[str, str]]) -> list[dict]:
@@ -87,20 +110,28 @@ def load_teams(
     path = Path(source).expanduser()
     if not path.exists():
         raise ValueError(f"{key}: no such team file or folder: {str(source)!r}")
-    files = team_files(path)
+    files = team_files(path, key=key)
     if not files:
         raise ValueError(f"{key}: no team files in folder {str(source)!r}")
+    stats = [f.stat() for f in files]
     cache_key = (
         battle_format,
-        tuple((str(f.resolve()), f.stat().st_mtime_ns, f.stat().st_size) for f in files),
+        tuple(
+            (str(f.resolve()), s.st_mtime_ns, s.st_size, s.st_mode)
+            for f, s in zip(files, stats, strict=True)
+        ),
     )
     if cache_key not in _cache:
-        entries = []
+        entries, total = [], 0
         for f in files:
-            try:
-                entries.append((str(f), f.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ValueError(f"{key}: cannot read {f}: {exc}") from exc
+            text = read_team_file(f, key=key)
+            total += len(text)
+            if total > MAX_TEAMS_BYTES:
+                raise ValueError(
+                    f"{key}: the team files of {str(source)!r} hold over "
+                    f"{size_text(MAX_TEAMS_BYTES)}"
+                )
+            entries.append((str(f), text))
         _cache[cache_key] = check_teams(entries, battle_format, key=key)
     return _cache[cache_key]
 
@@ -116,6 +147,10 @@ def read_teams(
     """:func:`load_teams` for a path, or one team's text (a string with a newline or
     ``|``), checked the same way."""
     if isinstance(source, str) and is_team_text(source):
+        if len(source) > MAX_TEAM_BYTES:
+            raise ValueError(
+                f"{key}: team text of {len(source)} characters (at most {MAX_TEAM_BYTES})"
+            )
         return check_teams([(f"<{key} text>", source)], battle_format, key=key)
     return load_teams(source, battle_format, key=key)
 

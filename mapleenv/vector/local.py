@@ -40,6 +40,7 @@ from gymnasium.vector.utils import iterate
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from mapleenv.env import PokemonEnv
+from mapleenv.limits import check_capacity
 from mapleenv.plugins import import_plugins
 from mapleenv.showdown.pool import ServerPool
 from mapleenv.showdown.process import die_with_parent
@@ -163,6 +164,7 @@ def make_vector_env(
     watchdog_interval: float = 1.0,
     worker_timeout_s: float | None = 300.0,
     max_worker_failures: int = 3,
+    allow_oversubscribe: bool = False,
     **settings: Any,
 ) -> ShowdownVectorEnv:
     """``num_envs`` :class:`PokemonEnv` in ``AsyncVectorEnv`` workers (shared memory).
@@ -179,13 +181,16 @@ def make_vector_env(
     ``mapleenv.backends.register_backend``. A worker that dies, or does not answer a step
     within ``worker_timeout_s`` (``None``: wait forever), is replaced within the step and its
     episode ends aborted; failures in ``max_worker_failures`` steps in a row raise
-    (:mod:`mapleenv.vector.heal`).
+    (:mod:`mapleenv.vector.heal`). More processes than the machine holds
+    (:func:`mapleenv.limits.check_capacity`) fail at once unless ``allow_oversubscribe``.
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     if server_url is not None:
         settings["server"] = server_url
     spec = _checked_spec(spec, settings)
+    if not allow_oversubscribe:
+        _check_capacity(spec, num_envs)
     pool, specs = _start_pool(spec, num_envs, watchdog_interval)
     env_fns = [functools.partial(_worker_env, env) for env in specs]
     vector_kwargs: dict[str, Any] = {
@@ -215,6 +220,17 @@ def _checked_spec(spec: EnvSpec | None, settings: dict[str, Any]) -> EnvSpec:
         raise ValueError("make_vector_env: give the server as a URL (server_url=...)")
     import_plugins(spec.plugins)  # a checked spec from elsewhere (a Ray shard) too
     return spec.checked()
+
+
+def _check_capacity(spec: EnvSpec, num_envs: int) -> None:
+    """The workers plus the hosts or servers :func:`_start_pool` would start, against what
+    this machine holds."""
+    sim_hosts = servers = 0
+    if spec.backend == "direct" and spec.sim_hosts != 0:
+        sim_hosts = min(spec.sim_hosts or os.cpu_count() or 1, num_envs)
+    elif spec.backend == "server" and spec.server is None:
+        servers = min(spec.servers, num_envs)
+    check_capacity(num_envs, servers=servers, sim_hosts=sim_hosts)
 
 
 def _start_pool(

@@ -7,18 +7,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from mapleenv.paths import printable, read_small_file
+from trainer.apps.guard import RefusalWatch
 from trainer.config import PlayConfig, team_path
 
 log = logging.getLogger("trainer.play")
 
 DEFAULT_USERNAME = "MapleAgent"
 LOGIN_TIMEOUT = 60.0  # seconds to connect and log in
+PASSWORD_ENV = "MAPLE_PASSWORD"
+MAX_PASSWORD_FILE = 4096  # bytes
 
 
 class PlayError(ValueError):
@@ -62,7 +67,11 @@ def _make_player_class() -> type:
 
         def choose_move(self, battle: AbstractBattle) -> BattleOrder:
             if battle.battle_tag not in self._states:
-                log.info("battle started: %s vs %s", battle.battle_tag, battle.opponent_username)
+                log.info(
+                    "battle started: %s vs %s",
+                    printable(battle.battle_tag),
+                    printable(battle.opponent_username),
+                )
             return super().choose_move(battle)
 
         def _battle_finished_callback(self, battle: AbstractBattle) -> None:
@@ -78,26 +87,71 @@ def _make_player_class() -> type:
     return LivePolicyPlayer
 
 
+def resolve_password(cfg: PlayConfig) -> str | None:
+    """The account's password: ``password`` (set in code or by an interpolation such as
+    ``${oc.env:VAR}``), else the first line of ``password_file``, else ``$MAPLE_PASSWORD``;
+    ``None`` without any. A password file must be a small regular file; one that other
+    users may read is logged as a warning. Messages never hold the password."""
+    if cfg.password:
+        return cfg.password
+    if cfg.password_file:
+        path = os.path.expanduser(cfg.password_file)
+        text = read_small_file(
+            path, key="password_file", limit=MAX_PASSWORD_FILE, what="a password file"
+        )
+        password = text.splitlines()[0].strip() if text.strip() else ""
+        if not password:
+            raise PlayError(f"password_file: {path} is empty")
+        if os.stat(path).st_mode & 0o077:
+            log.warning("password_file %s can be read by other users: chmod 600 it", path)
+        return password
+    return os.environ.get(PASSWORD_ENV) or None
+
+
+def battle_setup(cfg: PlayConfig, checkpoint: dict[str, Any]) -> tuple[str, Any]:
+    """The format and the team pool the agent plays with, checked before any server
+    starts: a format the pinned simulator does not know (``server=local``), or one that
+    needs a team when none is set, is a :class:`PlayError`; team files are read, bounded
+    and (``server=local``) validated here."""
+    from mapleenv.showdown import ShowdownError, check_format, team_pool
+
+    env_cfg = (checkpoint.get("config") or {}).get("env") or {}
+    battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
+    source = team_path(cfg.team or env_cfg.get("team"))
+    try:
+        check_format(battle_format, has_team=True)  # known to the pinned simulator?
+        known = True
+    except ValueError as exc:
+        if cfg.server == "local":  # an external server may have formats of its own
+            raise PlayError(f"battle_format: {exc}") from None
+        known = False
+    except ShowdownError:  # no Node here: a local server cannot start either, and says so
+        known = False
+    if known:
+        try:
+            check_format(battle_format, has_team=source is not None, team_key="team")
+        except ValueError as exc:
+            raise PlayError(f"battle_format: {exc}") from None
+    team = team_pool(source, battle_format, seed=cfg.seed, validate=cfg.server == "local")
+    return battle_format, team
+
+
 def build_player(
     cfg: PlayConfig,
     checkpoint: dict[str, Any],
     server_configuration: Any,
     on_result: Callable[[BattleResult], None] | None = None,
+    *,
+    setup: tuple[str, Any] | None = None,
+    password: str | None = None,
 ) -> Any:
-    """The listening policy player for ``checkpoint`` (connecting and logging in)."""
+    """The listening policy player for ``checkpoint`` (connecting and logging in);
+    ``setup`` is :func:`battle_setup`'s result (made here when not given)."""
     from poke_env.ps_client import AccountConfiguration
 
     from mapleenv.opponents import FrozenPolicy
-    from mapleenv.showdown import team_pool
 
-    env_cfg = (checkpoint.get("config") or {}).get("env") or {}
-    battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
-    team = team_pool(  # validated by the pinned simulator for a local server
-        team_path(cfg.team or env_cfg.get("team")),
-        battle_format,
-        seed=cfg.seed,
-        validate=cfg.server == "local",
-    )
+    battle_format, team = setup if setup is not None else battle_setup(cfg, checkpoint)
     policy = FrozenPolicy.from_snapshot(checkpoint)
     player_class = _make_player_class()
     return player_class(
@@ -108,19 +162,24 @@ def build_player(
         on_result=on_result,
         battle_format=battle_format,
         team=team,
-        account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME, cfg.password),
+        account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME, password),
         server_configuration=server_configuration,
         max_concurrent_battles=cfg.max_concurrent_battles,
         log_level=logging.WARNING,
     )
 
 
-def wait_logged_in(player: Any, timeout: float = LOGIN_TIMEOUT) -> None:
-    """Wait until ``player`` is logged in; :class:`PlayError` if its connection ends first
-    or the deadline passes."""
+def wait_logged_in(
+    player: Any, timeout: float = LOGIN_TIMEOUT, watch: RefusalWatch | None = None
+) -> None:
+    """Wait until ``player`` is logged in; :class:`PlayError` if its connection ends
+    first, the deadline passes, or ``watch`` sees a reason to stop (the name taken, the
+    login failed, a flood of messages that cannot be handled)."""
     client = player.ps_client
     deadline = time.monotonic() + timeout
     while not client.logged_in.is_set():
+        if watch is not None and watch.fatal is not None:
+            raise PlayError(f"{client.websocket_url}: {watch.fatal}")
         if player.listen_future.done():
             raise PlayError(f"could not connect to {client.websocket_url} (see the error above)")
         remaining = deadline - time.monotonic()
@@ -131,7 +190,7 @@ def wait_logged_in(player: Any, timeout: float = LOGIN_TIMEOUT) -> None:
                 "unreachable?)"
             )
         waiter = asyncio.run_coroutine_threadsafe(
-            asyncio.wait_for(client.logged_in.wait(), min(remaining, 1.0)), client.loop
+            asyncio.wait_for(client.logged_in.wait(), min(remaining, 0.25)), client.loop
         )
         with contextlib.suppress(TimeoutError):
             waiter.result()
@@ -146,34 +205,3 @@ def mode_coroutine(player: Any, cfg: PlayConfig) -> Any:
     if cfg.mode == "challenge":
         return player.send_challenges(to_id_str(str(cfg.opponent)), cfg.battles)
     return player.ladder(cfg.battles)
-
-
-# Popups with which Showdown refuses a challenge or a ladder search (server/chat-commands,
-# server/ladders): the request is gone, so waiting for its battle would wait forever.
-REFUSALS = (
-    "was not found",
-    "is not accepting challenges",
-    "can't battle yourself",
-    "must choose a username",
-    "is not ladderable",
-    "format is invalid",
-    "barred from starting",
-    "banned from battling",
-    "requires you to be rank",
-    "already challenging someone",
-)
-
-
-class RefusalWatch(logging.Handler):
-    """Catches the refusal popups poke-env logs (``Popup message received: |popup|...``)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.refusal: str | None = None
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if self.refusal is None and message.startswith("Popup message received"):
-            text = message.split("|popup|", 1)[-1].replace("||", " ").strip()
-            if any(refusal in text for refusal in REFUSALS):
-                self.refusal = text

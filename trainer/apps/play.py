@@ -17,13 +17,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from mapleenv.paths import printable
+from trainer.apps.guard import FloodGuard, QuietExplained, RefusalWatch
 from trainer.apps.live import (
     DEFAULT_USERNAME,
     BattleResult,
     PlayError,
-    RefusalWatch,
+    battle_setup,
     build_player,
     mode_coroutine,
+    resolve_password,
     wait_logged_in,
 )
 from trainer.config import PlayConfig
@@ -56,6 +59,15 @@ def validate(cfg: PlayConfig) -> None:
         raise PlayError(f"username must have 1..18 characters, got {name!r}")
     if not cfg.server:
         raise PlayError("server must be 'local', 'showdown' or a server URL")
+    if cfg.server != "local":
+        from mapleenv.showdown import external_server
+
+        try:
+            external_server(SERVER_ALIASES.get(cfg.server, cfg.server))
+        except ValueError as exc:
+            raise PlayError(f"server: {exc}") from None
+    if cfg.port is not None and not 1 <= cfg.port <= 65535:
+        raise PlayError(f"port must be in 1..65535, got {cfg.port}")
 
 
 class _Stop(BaseException):
@@ -109,99 +121,49 @@ def run(
     """
     from mapleenv.plugins import import_plugins
     from mapleenv.policies import read_snapshot
-    from mapleenv.showdown import ShowdownServer, external_server
 
     validate(cfg)
     import_plugins(cfg.plugins)  # the user's own only, never the checkpoint's
     # the safe loader; its encoder must be registered: FileNotFoundError / ValueError
     checkpoint = read_snapshot(cfg.checkpoint)
+    setup = battle_setup(cfg, checkpoint)  # the format, the team files: before any server
+    password = resolve_password(cfg)
     output_dir = Path(output_dir)
     output = Path(cfg.output) if cfg.output else output_dir / "play.json"
     username = cfg.username or DEFAULT_USERNAME
     results: list[BattleResult] = []
-
-    def on_result(result: BattleResult) -> None:
-        results.append(result)
-        log.info(
-            "battle %d/%d %s: %s in %d turns vs %s",
-            len(results),
-            cfg.battles,
-            result.battle_tag,
-            result.result,
-            result.turns,
-            result.opponent,
-        )
+    on_result = _result_logger(results, cfg.battles)
 
     server = None
     player = None
     watch = RefusalWatch()
+    guard, quiet = FloodGuard(), QuietExplained(watch)
+    player_logger = logging.getLogger(username)  # poke-env's logger for the player
+    player_logger.addHandler(watch)  # before it connects: a taken name comes at once
+    guard.install([player_logger], console=quiet)
     mode_future: Future[Any] | None = None
     previous_term = None
     if threading.current_thread() is threading.main_thread():
         previous_term = signal.signal(signal.SIGTERM, _raise_stop)
     interrupted: str | None = None
     try:
-        browser_url = None
-        if cfg.server == "local":
-            server = ShowdownServer(port=cfg.port, log_dir=output_dir / "showdown").start()
-            server_configuration = server.server_configuration
-            browser_url = f"http://localhost:{server.port}"
-            log.info(
-                "local Showdown server (pid %s) at %s: open %s in a browser",
-                server.pid,
-                server_configuration.websocket_url,
-                browser_url,
-            )
-        else:
-            url = SERVER_ALIASES.get(cfg.server, cfg.server)
-            server_configuration = external_server(url)
-        player = build_player(cfg, checkpoint, server_configuration, on_result)
-        player.logger.addHandler(watch)
-        wait_logged_in(player)
-        ready = {
-            "username": username,
-            "websocket_url": server_configuration.websocket_url,
-            "browser_url": browser_url,
-        }
-        what = {
-            "accept": "waiting for %d challenge(s) in %s%s",
-            "challenge": "challenging %s %d time(s) in %s",
-            "ladder": "searching %d ladder game(s) in %s",
-        }[cfg.mode]
-        args: tuple[Any, ...] = {
-            "accept": (
-                cfg.battles,
-                player.format,
-                f" from {cfg.opponent}" if cfg.opponent else " from anyone",
-            ),
-            "challenge": (cfg.opponent, cfg.battles, player.format),
-            "ladder": (cfg.battles, player.format),
-        }[cfg.mode]
-        log.info(
-            "ready: logged in as %s on %s; " + what,
-            username,
-            server_configuration.websocket_url,
-            *args,
+        server, server_configuration, browser_url = _server(cfg, output_dir)
+        player = build_player(
+            cfg, checkpoint, server_configuration, on_result, setup=setup, password=password
         )
+        guard.install([player.logger], console=quiet)  # its console handler, added just now
+        wait_logged_in(player, watch=watch)
+        url = server_configuration.websocket_url
+        _log_ready(cfg, player, username, url)
         if on_ready is not None:
-            on_ready(ready)
+            on_ready({"username": username, "websocket_url": url, "browser_url": browser_url})
         # a signal landing between scheduling the coroutine and keeping its future would
         # leave it running unseen (never cancelled): hold SIGINT/SIGTERM across the two
         with _signals_held():
             mode_future = asyncio.run_coroutine_threadsafe(
                 mode_coroutine(player, cfg), player.ps_client.loop
             )
-        while True:
-            try:
-                mode_future.result(timeout=1.0)
-                break
-            except TimeoutError:
-                if watch.refusal is not None:
-                    raise PlayError(f"the server refused: {watch.refusal}") from None
-                if player.listen_future.done():
-                    raise PlayError(
-                        f"lost the connection to {server_configuration.websocket_url}"
-                    ) from None
+        _wait_for(mode_future, player, watch, url)
     except KeyboardInterrupt:
         interrupted = "SIGINT"
     except _Stop as stop:
@@ -210,12 +172,96 @@ def run(
         if mode_future is not None:
             mode_future.cancel()
         if player is not None:
-            player.logger.removeHandler(watch)
             _stop_listening(player)
+        player_logger.removeHandler(watch)
+        for line in guard.pending():
+            log.warning("%s", line)
+        guard.remove(quiet)
         if server is not None:
             server.stop()
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
+    return _write_results(cfg, output, username, player, results, interrupted)
+
+
+def _result_logger(results: list[BattleResult], battles: int) -> Callable[[BattleResult], None]:
+    """The callback that keeps and logs each finished battle."""
+
+    def on_result(result: BattleResult) -> None:
+        results.append(result)
+        log.info(
+            "battle %d/%d %s: %s in %d turns vs %s",
+            len(results),
+            battles,
+            printable(result.battle_tag),  # names from the server: one log line each
+            result.result,
+            result.turns,
+            printable(result.opponent),
+        )
+
+    return on_result
+
+
+def _server(cfg: PlayConfig, output_dir: Path) -> tuple[Any, Any, str | None]:
+    """(the local server or ``None``, poke-env's server configuration, the browser URL)."""
+    from mapleenv.showdown import ShowdownServer, external_server
+
+    if cfg.server != "local":
+        return None, external_server(SERVER_ALIASES.get(cfg.server, cfg.server)), None
+    server = ShowdownServer(port=cfg.port, log_dir=output_dir / "showdown").start()
+    browser_url = f"http://localhost:{server.port}"
+    log.info(
+        "local Showdown server (pid %s) at %s: open %s in a browser",
+        server.pid,
+        server.server_configuration.websocket_url,
+        browser_url,
+    )
+    return server, server.server_configuration, browser_url
+
+
+def _log_ready(cfg: PlayConfig, player: Any, username: str, url: str) -> None:
+    what = {
+        "accept": "waiting for %d challenge(s) in %s%s",
+        "challenge": "challenging %s %d time(s) in %s",
+        "ladder": "searching %d ladder game(s) in %s",
+    }[cfg.mode]
+    args: tuple[Any, ...] = {
+        "accept": (
+            cfg.battles,
+            player.format,
+            f" from {cfg.opponent}" if cfg.opponent else " from anyone",
+        ),
+        "challenge": (cfg.opponent, cfg.battles, player.format),
+        "ladder": (cfg.battles, player.format),
+    }[cfg.mode]
+    log.info("ready: logged in as %s on %s; " + what, username, url, *args)
+
+
+def _wait_for(mode_future: Future[Any], player: Any, watch: RefusalWatch, url: str) -> None:
+    """Wait for the mode's battles; :class:`PlayError` when the watch sees a reason to
+    stop or the connection ends."""
+    while True:
+        try:
+            mode_future.result(timeout=1.0)
+            return
+        except TimeoutError:
+            if watch.fatal is not None:
+                raise PlayError(f"{url}: {watch.fatal}") from None
+            if watch.refusal is not None:
+                raise PlayError(f"the server refused: {watch.refusal}") from None
+            if player.listen_future.done():
+                raise PlayError(f"lost the connection to {url}") from None
+
+
+def _write_results(
+    cfg: PlayConfig,
+    output: Path,
+    username: str,
+    player: Any,
+    results: list[BattleResult],
+    interrupted: str | None,
+) -> dict[str, Any]:
+    """Write ``play.json`` and log the summary line; returns the document."""
     document = {
         "checkpoint": str(cfg.checkpoint),
         "server": cfg.server,
@@ -251,8 +297,26 @@ def _stop_listening(player: Any) -> None:
     player.listen_future.cancel()
 
 
+def refuse_password_argument(argv: list[str]) -> None:
+    """Exit 2 with one line when the command line holds a password itself (every user of
+    the machine can read a command line, and the shell keeps it): ``password=`` is taken
+    only as an interpolation (``'password=${oc.env:VAR}'``); else ``password_file=`` or
+    ``$MAPLE_PASSWORD`` (docs/security.md). The password is not printed."""
+    for arg in argv:
+        key, sep, value = arg.lstrip("+~").partition("=")
+        if sep and key == "password" and value and not value.startswith("${"):
+            print(
+                "[trainer.play][ERROR] - password= on the command line can be read by every "
+                "user of this machine (ps) and stays in the shell history: set "
+                "MAPLE_PASSWORD=... or password_file=<file> instead (docs/security.md)",
+                file=sys.stderr,
+            )
+            sys.exit(2)
+
+
 def main() -> None:
     """Console entry point: Hydra app over ``conf/play.yaml``."""
+    refuse_password_argument(sys.argv[1:])
     import hydra
     import torch
     from hydra.core.hydra_config import HydraConfig

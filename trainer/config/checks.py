@@ -60,18 +60,104 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
     except Exception as exc:  # omegaconf raises MissingMandatoryValue, ValidationError...
         raise ConfigError(f"invalid config: {exc}") from exc
     assert isinstance(obj, TrainConfig)
-    problems = _check_values(obj) or _check_battle_format(obj.env) or _check_teams(obj.env)
+    problems = (
+        _check_values(obj)
+        or _check_capacity(obj.env)
+        or _check_extensions(obj.env)
+        or _check_battle_format(obj.env)
+        or _check_teams(obj.env)
+    )
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
     return obj
 
 
+def _check_capacity(env: EnvConfig) -> list[str]:
+    """The env workers, servers and simulator hosts this config starts, against what this
+    machine holds (:func:`mapleenv.limits.check_capacity`; ``env.allow_oversubscribe``
+    skips it). Ray shards on a cluster (``env.ray.address``) are not counted here."""
+    from mapleenv.limits import CapacityError, check_capacity, cpu_cores
+
+    servers = sim_hosts = 0
+    if isinstance(env, ShowdownEnvConfig):
+        if env.vectorization == ShowdownVectorization.ray and env.ray.address is not None:
+            return []
+        if env.backend == Backend.server or (env.backend == Backend.auto and env.server_url):
+            servers = 0 if env.server_url else env.servers
+        else:
+            sim_hosts = env.sim_hosts or min(cpu_cores(), env.num_envs)
+    elif env.vectorization != GymVectorization.async_:
+        return []  # sync gym envs live in the trainer's own process
+    try:
+        check_capacity(
+            env.num_envs,
+            servers=servers,
+            sim_hosts=sim_hosts,
+            allow_oversubscribe=env.allow_oversubscribe,
+            what="env.num_envs",
+            override="env.allow_oversubscribe=true",
+        )
+    except CapacityError as exc:
+        return [str(exc)]
+    return []
+
+
+def _opponent_names(opponent: Any) -> list[str]:
+    if OmegaConf.is_config(opponent):
+        opponent = OmegaConf.to_container(opponent)
+    return [str(k) for k in opponent] if isinstance(opponent, dict) else [str(opponent)]
+
+
+def _check_extensions(env: EnvConfig) -> list[str]:
+    """Imports ``env.plugins`` here (a module that fails is one line, not a traceback from
+    every env worker), then checks that the opponent(s), teacher, encoder and reward
+    function are known, before anything starts."""
+    if not isinstance(env, ShowdownEnvConfig):
+        return []
+    import importlib
+
+    from mapleenv.encoders import make_encoder
+    from mapleenv.opponents import PLUGIN_MODULES, opponent_names
+    from mapleenv.plugins import import_plugins
+    from mapleenv.reward import make_reward
+
+    try:
+        import_plugins(env.plugins)
+        for module in PLUGIN_MODULES:  # they register policy:, self, mix:
+            importlib.import_module(module)
+    except ValueError as exc:
+        return [f"env.plugins: {exc}"]
+    known = {name.partition(":")[0] for name in opponent_names()}
+    names = [("env.opponent", n) for n in _opponent_names(env.opponent)]
+    names += [("env.teacher", env.teacher)] if env.teacher is not None else []
+    for key, name in names:
+        if name.partition(":")[0] not in known:
+            return [f"{key}: unknown opponent {name!r}; valid: {', '.join(opponent_names())}"]
+    for key, build in (
+        ("env.encoder", lambda: make_encoder(env.encoder)),
+        ("env.reward_fn", lambda: make_reward(env.reward_fn, env.reward)),
+    ):
+        try:
+            build()
+        except Exception as exc:  # a name, a module:factory that fails to import or build
+            kind = "" if isinstance(exc, ValueError) else f"{type(exc).__name__}: "
+            return [f"{key}: {kind}{' '.join(str(exc).split())}"]
+    return []
+
+
 def _check_battle_format(env: EnvConfig) -> list[str]:
     """``env.battle_format`` against the pinned simulator's formats (Maple-run simulators
     only: an external server may have formats of its own)."""
-    if not isinstance(env, ShowdownEnvConfig) or env.server_url is not None:
+    if not isinstance(env, ShowdownEnvConfig):
         return []
-    from mapleenv.showdown import ShowdownError, check_format
+    from mapleenv.showdown import ShowdownError, check_format, external_server
+
+    if env.server_url is not None:
+        try:
+            external_server(env.server_url)
+        except ValueError as exc:
+            return [f"env.server_url: {exc}"]
+        return []
 
     try:
         check_format(env.battle_format, has_team=env.team is not None, team_key="env.team")

@@ -114,6 +114,9 @@ class EnvConfig:
     # a step that some async env worker does not answer within this many seconds stops
     # the run (stalls over 10 s are logged); None = wait forever
     step_timeout_s: float | None = 300.0
+    # start more env workers, servers and simulator hosts than the machine holds (CPU
+    # cores, available memory; mapleenv.limits): off, a count past it is refused at start
+    allow_oversubscribe: bool = False
 
 
 @dataclass
@@ -261,7 +264,10 @@ class PlayConfig:
     mode: str = "accept"  # accept | challenge | ladder
     battles: int = 1
     username: str | None = None  # default MapleAgent (ladder: required)
-    password: str | None = None  # for registered accounts (official server)
+    # for registered accounts (official server); from the command line only as an
+    # interpolation (${oc.env:VAR}); else password_file, else $MAPLE_PASSWORD (docs/security.md)
+    password: str | None = None
+    password_file: str | None = None  # a file holding the password (first line)
     opponent: str | None = None  # challenge: who; accept: only from this user (null: anyone)
     battle_format: str | None = None  # default: the checkpoint's
     team: str | None = None  # team file or folder (gen9ou...); default: the checkpoint's env.team

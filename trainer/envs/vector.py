@@ -226,7 +226,13 @@ def _make_showdown(
         raise ValueError(f"env.vectorization must be 'async' or 'ray', got {cfg.vectorization!r}")
     from mapleenv import make_vector_env
 
-    return make_vector_env(cfg.num_envs, spec, worker_timeout_s=cfg.step_timeout_s, **vector)
+    return make_vector_env(
+        cfg.num_envs,
+        spec,
+        worker_timeout_s=cfg.step_timeout_s,
+        allow_oversubscribe=True,  # the config check counted these processes already
+        **vector,
+    )
 
 
 def showdown_spec(cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None) -> Any:
