@@ -98,3 +98,40 @@ def test_failures_in_steps_in_a_row_stop_the_vector_env_with_one_line():
         assert "\n" not in str(failure.value)
     finally:
         envs.close()
+
+
+def crash_once_then_env(marker: str, env_fn):
+    """An env factory whose first start (in a fresh process) dies, the next ones work."""
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(3)
+    return env_fn()
+
+
+def always_crash():
+    os._exit(3)
+
+
+def test_a_replacement_that_dies_while_starting_is_tried_again(tmp_path):
+    import functools
+
+    rng = np.random.default_rng(3)
+    envs = make_vector_env(1, opponent="random", seed=9, autoreset_mode="SameStep")
+    try:
+        obs, _ = envs.reset(seed=9)
+        marker = str(tmp_path / "crashed-once")
+        envs.env_fns[0] = functools.partial(crash_once_then_env, marker, envs.env_fns[0])
+        os.kill(envs.processes[0].pid, signal.SIGKILL)
+        wait_dead(envs.processes[0])
+        obs, _, _, truncated, info = envs.step(legal_actions(envs, obs, rng))
+        assert os.path.exists(marker)  # the first replacement died while starting
+        assert truncated[0] and "replaced" in aborted(info, 0)
+        obs, *_ = envs.step(legal_actions(envs, obs, rng))  # the second one plays
+        assert obs["action_mask"].any()
+        envs.env_fns[0] = always_crash
+        os.kill(envs.processes[0].pid, signal.SIGKILL)
+        wait_dead(envs.processes[0])
+        with pytest.raises(EnvWorkersFailing, match="3 replacement.s. in a row failed"):
+            envs.step(legal_actions(envs, obs, rng))
+    finally:
+        envs.close()

@@ -142,49 +142,73 @@ class HealingStep:
             )
 
     def _replace(self, index: int, why: str) -> tuple[Any, ...]:
-        """Kill worker ``index``, start a new one in its place and reset its env; the step
-        reply of that env (its episode truncated and aborted)."""
-        env = self.env
+        """Replace worker ``index`` (tried up to ``max_failures`` times: a new worker can
+        fail while it starts, too); the step reply of that env, its episode truncated and
+        aborted."""
         logger.warning("env worker %d failed (%s): replacing it", index, why)
-        final_obs = _slot(env.observations, index)  # before the new worker's reset
+        final_obs = _slot(self.env.observations, index)  # before the new worker's reset
+        for attempt in range(1, self.max_failures + 1):
+            self._restart(index)
+            try:
+                reset_info = self._reset(index)
+                break
+            except (EOFError, ConnectionError, OSError, TimeoutError) as exc:
+                logger.warning("replacement %d of env worker %d failed: %s", attempt, index, exc)
+        else:
+            raise EnvWorkersFailing(
+                f"env worker {index} failed ({why}), and {self.max_failures} replacement(s) "
+                "in a row failed while starting"
+            )
+        self.replaced.append(index)
+        aborted = f"env worker {index} replaced: {why}"
+        info = {"final_obs": final_obs, "final_info": {"aborted": aborted}, **reset_info}
+        return None, 0.0, False, True, info
+
+    def _restart(self, index: int) -> None:
+        """Kill worker ``index`` (SIGKILL also ends a stopped one) and start a new process
+        in its place: the same env factory, shared-memory slot and error queue."""
+        env = self.env
         old = env.processes[index]
         if old.is_alive():
-            old.kill()  # SIGKILL also ends a stopped (SIGSTOP) process
+            old.kill()
         old.join(10.0)
         env.parent_pipes[index].close()
         if self._buffer is None:
             self._buffer = shared_buffer(env.observations, self.context)
         parent_pipe, child_pipe = self.context.Pipe()
+        args = (
+            index,
+            CloudpickleWrapper(env.env_fns[index]),
+            child_pipe,
+            parent_pipe,
+            self._buffer,
+            env.error_queue,
+            env.autoreset_mode,
+        )
         process = self.context.Process(
-            target=_async_worker,
-            name=old.name,
-            args=(
-                index,
-                CloudpickleWrapper(env.env_fns[index]),
-                child_pipe,
-                parent_pipe,
-                self._buffer,
-                env.error_queue,
-                env.autoreset_mode,
-            ),
-            daemon=old.daemon,
+            target=_async_worker, name=old.name, args=args, daemon=old.daemon
         )
         process.start()
         child_pipe.close()
         env.processes[index], env.parent_pipes[index] = process, parent_pipe
-        self.replaced.append(index)
-        parent_pipe.send(("reset", {}))
-        if self.worker_timeout_s is not None and not parent_pipe.poll(self.worker_timeout_s):
-            raise EnvWorkersFailing(
-                f"env worker {index} failed ({why}) and its replacement did not reset within "
-                f"{self.worker_timeout_s:.0f} s"
-            )
-        (_, reset_info), success = parent_pipe.recv()
+
+    def _reset(self, index: int) -> dict[str, Any]:
+        """Reset the new worker's env (its observation goes to shared memory); its info."""
+        env = self.env
+        pipe, process = env.parent_pipes[index], env.processes[index]
+        pipe.send(("reset", {}))
+        deadline = (
+            None if self.worker_timeout_s is None else time.monotonic() + self.worker_timeout_s
+        )
+        while not pipe.poll(0.5):
+            if not process.is_alive():
+                raise EOFError(f"it ended while starting (exit code {process.exitcode})")
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"it did not reset within {self.worker_timeout_s:.0f} s")
+        (_, reset_info), success = pipe.recv()
         if not success:
             env._raise_if_errors([False])
-        aborted = f"env worker {index} replaced: {why}"
-        info = {"final_obs": final_obs, "final_info": {"aborted": aborted}, **reset_info}
-        return None, 0.0, False, True, info
+        return reset_info
 
 
 def _slot(observations: Any, index: int) -> Any:

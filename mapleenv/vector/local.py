@@ -144,12 +144,25 @@ class ShowdownVectorEnv(AsyncVectorEnv):
         if pool is not None:
             pool.stop()
 
+    def _end_workers(self) -> None:
+        for process in self.processes:
+            if process.is_alive():
+                process.kill()
+        for process in self.processes:
+            process.join(10.0)
+
     def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:
         try:
             if hasattr(self, "processes"):
-                if self._state != AsyncState.DEFAULT:  # a pending step: its workers may be gone
+                # a pending step or a dead worker: no polite close over a broken pipe
+                if self._state != AsyncState.DEFAULT or not all(
+                    p.is_alive() for p in self.processes
+                ):
                     self._state, terminate = AsyncState.DEFAULT, True
-                super().close_extras(timeout=timeout, terminate=terminate)
+                try:
+                    super().close_extras(timeout=timeout, terminate=terminate)
+                except (EOFError, ConnectionError, OSError):  # a worker died meanwhile
+                    self._end_workers()
         finally:
             self._stop_pool()
 
