@@ -1,5 +1,5 @@
 # Two commands from a fresh clone: `make train` and `make test` (each sets up first).
-.PHONY: setup train test lint bench
+.PHONY: setup train test test-fast lint bench
 VENV := .venv/bin
 
 setup:
@@ -10,6 +10,10 @@ train: setup
 
 test: setup lint
 	$(VENV)/python -m pytest $(ARGS)
+
+# The edit-test loop: unit tests only (no simulator, server or subprocess), under a minute.
+test-fast: setup
+	$(VENV)/python -m pytest -m unit -q $(ARGS)
 
 # Style and architecture: ruff lint + format, import-linter contracts (pyproject.toml).
 lint: setup

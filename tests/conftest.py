@@ -209,3 +209,16 @@ def synthetic_battle(
     for message in opponent_messages:
         battle.parse_message(["", *message])
     return battle
+
+
+# ------------------------------------------------------------------------- markers
+
+_HEAVY = ("integration", "slow", "ray")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that starts no real process (not marked integration, slow or ray) is a
+    ``unit`` test: ``make test-fast`` runs those (``-m unit``)."""
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in _HEAVY):
+            item.add_marker(pytest.mark.unit)

@@ -4,9 +4,11 @@ trainer overrides for fast runs."""
 from __future__ import annotations
 
 import gymnasium as gym
+from hydra import compose, initialize_config_dir
 
 from mapleenv import MEMORY_ENV_ID
 from mapleenv.memory import MemoryEnv
+from trainer.__main__ import CONF_DIR
 
 __all__ = ["MEMORY_ENV_ID", "MEMORY_OVERRIDES", "MemoryEnv", "memory_vector_env"]
 
@@ -42,3 +44,12 @@ MEMORY_OVERRIDES = [
     "tensorboard=false",
     "log_every=1000",
 ]
+
+FAST = ["env.num_envs=4", "algo.rollout_steps=16", "algo.epochs=1"]
+ITER_STEPS = 4 * 16  # num_envs * rollout_steps
+
+
+def memory_cfg(*overrides: str):
+    register_memory_env()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=[*MEMORY_OVERRIDES, *FAST, *overrides])

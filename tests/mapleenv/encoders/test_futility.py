@@ -1,0 +1,133 @@
+"""Futile-move flags (encoders/rich/futility.py) on battles built from protocol lines."""
+
+from __future__ import annotations
+
+import pytest
+from builders import make_battle, own_mon
+from poke_env.battle import Move
+
+from mapleenv.encoders.rich.futility import Futility, move_futility
+
+
+def flags(battle, move_id: str, abilities=None) -> Futility:
+    return move_futility(battle, Move(move_id, 9), abilities)
+
+
+def single(moves, opponent=("Blissey", 88, 100), hp=1.0, events=(), ability="pressure", status=""):
+    """Our Clefable (``status`` e.g. ``"slp"``, as the request says) vs ``opponent``."""
+    me = own_mon("Clefable", moves=moves, active=True, hp=hp, ability=ability)
+    if status:
+        me["condition"] += f" {status}"
+    return make_battle([me], [opponent], events=events)
+
+
+def test_sleep_talk_is_futile_awake_and_not_asleep() -> None:
+    awake = single(("sleeptalk",))
+    assert flags(awake, "sleeptalk").user_state and flags(awake, "snore").futile
+    asleep = single(("sleeptalk",), status="slp")
+    assert not flags(asleep, "sleeptalk").futile
+
+
+@pytest.mark.parametrize(
+    ("hp", "events", "futile"),
+    [
+        (1.0, (), False),
+        (0.3, (), False),
+        (0.24, (), True),  # the simulator fails Substitute at HP <= max / 4
+        (1.0, ("|-start|p1a: Clefable|Substitute",), True),
+    ],
+)
+def test_substitute_needs_hp_and_no_substitute(hp, events, futile) -> None:
+    battle = single(("substitute",), hp=hp, events=events)
+    assert flags(battle, "substitute").user_state is futile
+
+
+def test_fake_out_only_works_on_the_first_turn_out() -> None:
+    battle = single(("fakeout",))
+    assert battle.active_pokemon.first_turn and not flags(battle, "fakeout").futile
+    battle.end_turn(2)
+    assert flags(battle, "fakeout").user_state and flags(battle, "firstimpression").futile
+
+
+def test_healing_is_futile_at_full_hp_only() -> None:
+    assert flags(single(("recover",)), "recover").user_state
+    assert flags(single(("roost",)), "roost").futile
+    assert not flags(single(("recover",), hp=0.5), "recover").futile
+    assert flags(single(("rest",)), "rest").futile
+    assert not flags(single(("rest",), hp=0.5), "rest").futile
+    asleep = single(("rest",), hp=0.5, status="slp")
+    assert flags(asleep, "rest").futile
+
+
+def test_status_into_immune_types_statused_targets_and_terrain() -> None:
+    garchomp = single(("thunderwave",), opponent=("Garchomp", 77, 100))
+    assert flags(garchomp, "thunderwave").type_immune  # Electric vs Ground
+    assert not flags(garchomp, "toxic").futile
+    skarmory = single(("toxic",), opponent=("Skarmory", 83, 100))
+    assert flags(skarmory, "toxic").target_state  # Steel cannot be poisoned
+    assert not flags(skarmory, "thunderwave").futile
+    burned = single(("willowisp",), events=("|-status|p2a: Blissey|brn",))
+    assert flags(burned, "willowisp").target_state and flags(burned, "toxic").target_state
+    assert flags(single(("spore",), opponent=("Amoonguss", 83, 100)), "spore").type_immune
+    misty = single(("toxic",), events=("|-fieldstart|move: Misty Terrain",))
+    assert flags(misty, "toxic").target_state
+    safeguard = single(("toxic",), events=("|-sidestart|p2: them|Safeguard",))
+    assert flags(safeguard, "toxic").target_state
+    behind_sub = single(("toxic",), events=("|-start|p2a: Blissey|Substitute",))
+    assert flags(behind_sub, "toxic").target_state and not flags(behind_sub, "boomburst").futile
+
+
+def test_hazards_at_max_layers_and_screens_already_up() -> None:
+    spikes = ("|-sidestart|p2: them|Spikes",)
+    assert not flags(single(("spikes",), events=spikes * 2), "spikes").futile
+    assert flags(single(("spikes",), events=spikes * 3), "spikes").user_state
+    rocks = single(("stealthrock",), events=("|-sidestart|p2: them|move: Stealth Rock",))
+    assert flags(rocks, "stealthrock").user_state
+    assert not flags(single(("stealthrock",)), "stealthrock").futile
+    reflect = single(("reflect",), events=("|-sidestart|p1: me|Reflect",))
+    assert flags(reflect, "reflect").user_state and not flags(reflect, "lightscreen").futile
+    assert flags(single(("auroraveil",)), "auroraveil").user_state  # no snow
+
+
+def test_ability_immunities_known_possible_and_mold_breaker() -> None:
+    levitate = ("|-ability|p2a: Bronzong|Levitate",)
+    known = single(("earthquake",), opponent=("Bronzong", 88, 100), events=levitate)
+    assert flags(known, "earthquake").ability_immune
+    assert not flags(known, "earthquake").type_immune
+    unknown = single(("earthquake",), opponent=("Bronzong", 88, 100))
+    result = flags(unknown, "earthquake")
+    assert not result.futile and result.ability_risk == pytest.approx(1 / 3)
+    assert flags(unknown, "earthquake", ["levitate"]).ability_risk == 1.0
+    breaker = single(
+        ("earthquake",), opponent=("Bronzong", 88, 100), events=levitate, ability="moldbreaker"
+    )
+    assert not flags(breaker, "earthquake").futile
+    # Gholdengo's only ability, Good as Gold, blocks status moves, not attacks
+    gholdengo = single(("thunderwave",), opponent=("Gholdengo", 77, 100))
+    assert flags(gholdengo, "thunderwave").ability_immune
+    assert not flags(gholdengo, "moonblast").futile
+    water = single(
+        ("surf",), opponent=("Vaporeon", 84, 100), events=("|-ability|p2a: Vaporeon|Water Absorb",)
+    )
+    assert flags(water, "surf").ability_immune and flags(water, "scald").futile
+
+
+def test_damaging_moves_into_type_immunities() -> None:
+    assert flags(single(("shadowball",)), "shadowball").type_immune  # Ghost vs Normal
+    assert flags(single(("earthquake",), opponent=("Corviknight", 79, 100)), "earthquake").futile
+    assert not flags(
+        single(("thousandarrows",), opponent=("Corviknight", 79, 100)), "thousandarrows"
+    ).futile
+    assert not flags(single(("moonblast",)), "moonblast").futile
+
+
+def test_sucker_punch_is_a_risk_not_a_failure() -> None:
+    result = flags(single(("suckerpunch",)), "suckerpunch")
+    assert result.needs_target_attack and not result.futile
+    assert result.vector() == [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("move_id", ["synthesis", "moonlight", "shoreup", "slackoff", "wish"])
+def test_every_self_heal_is_futile_at_full_hp(move_id) -> None:
+    assert flags(single((move_id,)), move_id).user_state
+    assert not flags(single((move_id,), hp=0.6), move_id).futile

@@ -1,0 +1,129 @@
+"""``scripts/bench_env.py`` and the simulator ceiling (``mapleenv.measure.Ceiling``): they run
+and report sanely.
+
+(Speeds are not asserted here: the benchmark prints them.)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from mapleenv.measure import Ceiling
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "bench_env.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_env", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_random_masked_actions_are_legal_and_cover_every_legal_action(bench) -> None:
+    rng = np.random.default_rng(0)
+    masks = (rng.random((64, 26)) < 0.2).astype(np.int8)
+    masks[:, 3] = 1
+    seen = np.zeros_like(masks, dtype=bool)
+    for _ in range(200):
+        actions = bench.random_masked_actions(masks, rng)
+        assert masks[np.arange(64), actions].all()
+        seen[np.arange(64), actions] = True
+    assert (seen == masks.astype(bool)).all()
+
+
+def _cpu_s(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+@pytest.mark.integration
+def test_ceiling_counts_turns_and_is_idle_between_measurements() -> None:
+    ceiling = Ceiling(procs=2, warmup=0)
+    try:
+        first = ceiling.measure(1.5)
+        assert first["sim_procs"] == 2 and len(first["sim_turns_per_s_each"]) == 2
+        assert all(rate > 0 for rate in first["sim_turns_per_s_each"])
+        assert first["sim_turns_per_s"] == pytest.approx(
+            sum(first["sim_turns_per_s_each"]), abs=0.2
+        )
+        assert first["sim_cpu_ms_per_turn"] > 0
+        pids = [proc.pid for proc in ceiling.procs]
+        before = sum(_cpu_s(pid) for pid in pids)
+        time.sleep(1.5)
+        assert sum(_cpu_s(pid) for pid in pids) - before < 0.2  # abandoned battles stall
+        assert ceiling.measure(1.0)["sim_turns_per_s"] > 0
+    finally:
+        ceiling.close()
+    assert [proc.returncode for proc in ceiling.procs] == [0, 0]
+
+
+@pytest.mark.integration
+def test_sim_ceiling_script_rejects_bad_arguments() -> None:
+    out = subprocess.run(
+        ["node", str(REPO / "mapleenv" / "js" / "sim_ceiling.js"), "--secs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "bad argument --secs" in out.stderr
+
+
+@pytest.mark.integration
+def test_bench_env_prints_one_json_line_per_backend_and_size() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--num-envs",
+            "1",
+            "--backend",
+            "direct",
+            "--seconds",
+            "2",
+            "--rounds",
+            "2",
+            "--warmup",
+            "1",
+            "--ceiling-warmup",
+            "1",
+            "--sim-procs",
+            "1",
+            "--sim-hosts",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 1
+    record = lines[0]
+    assert record["backend"] == "direct" and record["num_envs"] == 1
+    assert record["sim_hosts"] == 1
+    assert len(record["env_steps_per_s_rounds"]) == len(record["sim_turns_per_s_rounds"]) == 2
+    assert record["env_steps_per_s"] > 0 and record["sim_turns_per_s"] > 0
+    assert record["cpu_ratio"] == pytest.approx(
+        record["sim_cpu_ms_per_turn"] / record["env_cpu_ms_per_step"]
+    )
+    ratios = [
+        e / s
+        for e, s in zip(
+            record["env_steps_per_s_rounds"], record["sim_turns_per_s_rounds"], strict=True
+        )
+    ]
+    assert min(ratios) - 0.01 <= record["ratio"] <= max(ratios) + 0.01
+    assert record["machine"]["cores"] >= 1

@@ -1,0 +1,67 @@
+"""scripts/plot_metrics.py: a learning curve and the last window's means from metrics.csv."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.integration
+def test_plot_writes_a_png_and_the_smoothed_last_values(tmp_path: Path) -> None:
+    metrics = tmp_path / "metrics.csv"
+    with metrics.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(
+            [
+                "global_step",
+                "episode_return",
+                "wall_s",
+                "win_rate/random",
+                "win_rate/heuristic",
+                "teacher_agreement",
+            ]
+        )
+        for i in range(1, 11):
+            # heuristic win rate only every other row (no battle ended against it)
+            writer.writerow(
+                [i * 100, i / 10, i * 6.0, 1.0 if i > 5 else 0.0, 0.5 if i % 2 else "", i / 20]
+            )
+    out = tmp_path / "curve.png"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "plot_metrics.py"),
+            str(metrics),
+            str(out),
+            "--window",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    result = json.loads(proc.stdout)
+    assert result["steps"] == 1000
+    means = result["last_window_means"]
+    assert means["win_rate/random"] == 1.0 and means["win_rate/heuristic"] == 0.5
+    assert means["episode_return"] == 0.85 and means["teacher_agreement"] == 0.425
+
+
+def test_training_minutes_add_up_resumed_segments() -> None:
+    import numpy as np
+
+    from trainer.run.curves import training_minutes
+
+    # two segments (wall_s restarts on resume): 120 s + 60 s
+    wall = np.array([30.0, 120.0, 20.0, float("nan"), 60.0])
+    assert training_minutes(wall) == 3.0
+    assert np.isnan(training_minutes(np.array([float("nan")])))

@@ -1,0 +1,54 @@
+"""Every script in scripts/ has a complete ``--help``: a description that ends its sentence
+and a help line for every argument (read from the script's own parser)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = sorted((Path(__file__).resolve().parents[2] / "scripts").glob("*.py"))
+
+# Runs a script up to its parse_args, then reports its parser instead of parsing.
+REPORT_PARSER = """
+import argparse, json, os, runpy, sys
+
+def report(self, *args, **kwargs):
+    undescribed = [a.dest for a in self._actions if not a.help]
+    print(json.dumps({"description": self.description or "", "undescribed": undescribed}))
+    raise SystemExit(0)
+
+argparse.ArgumentParser.parse_args = report
+script = sys.argv[1]
+sys.argv = [script]
+sys.path.insert(0, os.path.dirname(script))  # as when run as a script
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_script_help_is_complete(script: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    help_text = proc.stdout
+    assert help_text.startswith("usage: ")
+
+    proc = subprocess.run(
+        [sys.executable, "-c", REPORT_PARSER, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    parser = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert parser["undescribed"] == [], f"{script.name}: arguments without help"
+    summary = parser["description"].strip().split("\n\n")[0]
+    assert summary.endswith((".", ")")), f"{script.name}: description cut: {summary!r}"
+    # the --help output shows the description's first paragraph whole
+    assert " ".join(summary.split()) in " ".join(help_text.split())

@@ -1,0 +1,136 @@
+"""Hydra configs: experiments compose, typed schemas reject wrong keys/types/values."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+
+from trainer.__main__ import CONF_DIR
+from trainer.config import (
+    ConfigError,
+    GymEnvConfig,
+    ShowdownEnvConfig,
+    TrainConfig,
+    to_train_config,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def compose_cfg(*overrides: str):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose("config", overrides=list(overrides))
+
+
+@pytest.mark.parametrize(
+    "experiment", sorted(p.stem for p in Path(CONF_DIR, "experiment").glob("*.yaml"))
+)
+def test_every_experiment_composes_and_validates(experiment: str) -> None:
+    cfg = to_train_config(compose_cfg(f"+experiment={experiment}"))
+    assert isinstance(cfg, TrainConfig)
+    assert cfg.name == experiment
+
+
+def test_defaults_are_showdown_lstm_ppo() -> None:
+    cfg = to_train_config(compose_cfg())
+    assert isinstance(cfg.env, ShowdownEnvConfig) and cfg.env.opponent == "random"
+    assert cfg.model.kind == "lstm" and cfg.algo.bptt > 0
+
+
+def test_gym_env_with_the_lstm_experiment() -> None:
+    cfg = to_train_config(compose_cfg("env=gym", "env.id=CartPole-v1", "+experiment=lstm_ppo"))
+    assert isinstance(cfg.env, GymEnvConfig) and cfg.env.id == "CartPole-v1"
+    assert cfg.model.kind == "lstm" and cfg.env.num_envs == 12
+
+
+def test_smoke_is_one_showdown_env_on_cpu() -> None:
+    cfg = to_train_config(compose_cfg("+experiment=smoke"))
+    assert isinstance(cfg.env, ShowdownEnvConfig)
+    assert cfg.env.num_envs == 1 and cfg.device == "cpu"
+    assert cfg.total_steps <= 4 * cfg.algo.rollout_steps
+
+
+def test_opponent_may_be_a_mix() -> None:
+    cfg = to_train_config(compose_cfg("env.opponent={random: 0.5, max_power: 0.5}"))
+    assert dict(cfg.env.opponent) == {"random": 0.5, "max_power": 0.5}
+
+
+def test_unknown_key_fails_with_its_name() -> None:
+    with pytest.raises(ConfigCompositionException, match="algo.lrr"):
+        compose_cfg("algo.lrr=1")
+    with pytest.raises(ConfigError, match="algo.lrr"):
+        to_train_config(compose_cfg("+algo.lrr=1"))
+    with pytest.raises(ConfigCompositionException, match="env.battle_format"):
+        compose_cfg("env=gym", "env.battle_format=gen9ou")
+
+
+def test_wrong_type_fails() -> None:
+    with pytest.raises(ConfigCompositionException, match="algo.lr"):
+        compose_cfg("algo.lr=fast")
+    with pytest.raises(ConfigCompositionException, match="env.num_envs"):
+        compose_cfg("env.num_envs=many")
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("device=gpu", "device must be"),
+        ("algo.bptt=-1", "bptt"),
+        ("model.kind=gru", "model.kind"),
+        ("env.num_envs=0", "num_envs"),
+        ("algo.bptt=129", r"algo.bptt \(129\) must be <= algo.rollout_steps \(128\)"),
+        ("max_minutes=0", "max_minutes must be > 0"),
+        ("algo.bc_steps=1000", "bc_steps > 0 needs algo.kickstart_coef"),
+        ("model.token_size=30", "token_size must be a multiple of model.attention_heads"),
+    ],
+)
+def test_bad_values_fail_clearly(override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        to_train_config(compose_cfg(override))
+
+
+@pytest.mark.integration
+def test_cli_rejects_a_bad_key_before_starting(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer", "+algo.lrr=1", f"hydra.run.dir={tmp_path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "unknown config key(s): algo.lrr" in proc.stderr + proc.stdout
+    assert not (tmp_path / "metrics.csv").exists()
+
+
+def test_ray_vectorization_settings_compose() -> None:
+    cfg = to_train_config(compose_cfg("env.vectorization=ray", "env.ray.shards=4"))
+    assert cfg.env.vectorization == "ray" and cfg.env.ray.shards == 4
+    with pytest.raises(ConfigError, match="env.vectorization must be async\\|ray"):
+        to_train_config(compose_cfg("env.vectorization=threads"))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("env.battle_format=gen9nonsense", "unknown battle format 'gen9nonsense'; closest: gen9"),
+        ("env.battle_format=gen9ou", "'gen9ou' needs a team for each player"),
+    ],
+)
+def test_bad_battle_formats_fail_at_start(override: str, message: str) -> None:
+    """Checked against the pinned simulator's own format list before anything starts."""
+    with pytest.raises(ConfigError, match=message):
+        to_train_config(compose_cfg(override))
+    to_train_config(compose_cfg("env.battle_format=gen8randombattle"))  # a known one passes
+
+
+def test_the_env_refuses_an_unknown_format_before_starting_a_simulator() -> None:
+    from mapleenv.env import PokemonEnv
+
+    with pytest.raises(ValueError, match="unknown battle format 'gen9randombatle'; closest"):
+        PokemonEnv("gen9randombatle", backend="direct")

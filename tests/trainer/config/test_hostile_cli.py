@@ -1,0 +1,111 @@
+"""Bad input to ``python -m trainer`` (issue #21): one line naming the problem, exit code
+2, and nothing written (no run dir, no ``.hydra/``, no log): too many envs for the
+machine, an unknown opponent / encoder / reward function, a plugin that raises, a team
+that is a FIFO or a device, a ``resume=`` that is not a checkpoint (docs/security.md)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from trainer.config import ConfigError, to_train_config
+
+ROOT = Path(__file__).resolve().parents[3]
+CONF = ROOT / "conf"
+
+
+def trainer(cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """``python -m trainer +experiment=smoke ...`` started in ``cwd`` (its default run dir
+    is under ``cwd/outputs``), with ``cwd`` on the path for plugins."""
+    path = os.pathsep.join([str(ROOT), str(cwd), os.environ.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "trainer", "+experiment=smoke", *overrides],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+
+
+def assert_one_line_and_nothing_written(
+    proc: subprocess.CompletedProcess, cwd: Path, message: str, before: set[Path]
+) -> None:
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out[-3000:]
+    assert "Traceback" not in out
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and "[ERROR]" in lines[0] and message in lines[0], lines
+    assert set(cwd.rglob("*")) == before  # no outputs/, no .hydra, no log
+
+
+def _bad_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
+    (tmp_path / "raising_plugin.py").write_text("raise RuntimeError('plugin says no')\n")
+    fifo = tmp_path / "team.fifo"
+    os.mkfifo(fifo)
+    return [
+        (["env.num_envs=1000000"], "set env.allow_oversubscribe=true to start them anyway"),
+        (["env.opponent=nobody"], "env.opponent: unknown opponent 'nobody'"),
+        (["+env.opponent={random: 1, nobody: 1}"], "env.opponent: unknown opponent 'nobody'"),
+        (["env.encoder=nope"], "env.encoder: unknown encoder 'nope'"),
+        (["env.reward_fn=nope"], "env.reward_fn: unknown reward_fn 'nope'"),
+        (
+            ["env.plugins=[raising_plugin]"],
+            "env.plugins: plugin module 'raising_plugin' failed while being imported: "
+            "RuntimeError: plugin says no",
+        ),
+        (
+            ["env.battle_format=gen9ou", f"env.team={fifo}"],
+            f"env.team: {fifo} is a FIFO (named pipe), not a team file",
+        ),
+        (
+            ["env.battle_format=gen9ou", "env.team=/dev/zero"],
+            "env.team: /dev/zero is a character device, not a team file",
+        ),
+        (["env.server_url=ws://127.0.0.1:99999/x"], "env.server_url: bad server URL"),
+    ]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_bad_inputs_are_one_line_exit_2_and_write_nothing(tmp_path: Path) -> None:
+    cases = _bad_cases(tmp_path)
+    before = set(tmp_path.rglob("*"))
+    for overrides, message in cases:
+        proc = trainer(tmp_path, *overrides)
+        assert_one_line_and_nothing_written(proc, tmp_path, message, before)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_resume_of_a_file_that_is_not_a_checkpoint_writes_nothing(tmp_path: Path) -> None:
+    run = tmp_path / "somewhere"
+    run.mkdir()
+    fake = run / "last.pt"
+    fake.write_bytes(b"not a checkpoint\n" * 10)
+    before = set(tmp_path.rglob("*"))
+    proc = trainer(tmp_path, f"resume={fake}")
+    assert_one_line_and_nothing_written(proc, tmp_path, f"cannot read checkpoint {fake}", before)
+    proc = trainer(tmp_path, f"resume={tmp_path / 'nothing_here'}")
+    assert_one_line_and_nothing_written(proc, tmp_path, "checkpoint not found", before)
+
+
+def test_allow_oversubscribe_is_the_documented_way_past_the_count_check() -> None:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        too_many = compose("config", overrides=["+experiment=smoke", "env.num_envs=100000"])
+        allowed = compose(
+            "config",
+            overrides=[
+                "+experiment=smoke",
+                "env.num_envs=100000",
+                "env.allow_oversubscribe=true",
+            ],
+        )
+    with pytest.raises(ConfigError, match="set env.allow_oversubscribe=true"):
+        to_train_config(too_many)
+    assert to_train_config(allowed).env.num_envs == 100000

@@ -1,0 +1,85 @@
+"""The documented Ray override end to end: `python -m trainer ... env.vectorization=ray`
+in a fresh process that starts its own local Ray instance."""
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytest.importorskip("ray")
+
+from trainer.run.checkpoint import CHECKPOINT_DIR, LAST, load_checkpoint  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(300)]
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _columns(run_dir: Path) -> tuple[list[str], int]:
+    with open(run_dir / "metrics.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], len(rows) - 1
+
+
+def _sim_hosts() -> set[int]:
+    """PIDs of live direct-backend simulator hosts of this checkout (``node
+    <ROOT>/mapleenv/js/sim_host.js``): other checkouts' hosts on a shared machine do not count."""
+    script = str(ROOT / "mapleenv" / "js" / "sim_host.js")
+    return {
+        proc.pid
+        for proc in psutil.process_iter(["cmdline"])
+        if script in (proc.info["cmdline"] or ())
+    }
+
+
+def _node_processes_under(directory: Path) -> list[int]:
+    """PIDs of live `node` processes whose working directory is inside `directory`."""
+    pids = []
+    for proc in psutil.process_iter(["name"]):
+        try:
+            if proc.info["name"] == "node" and Path(proc.cwd()).is_relative_to(directory):
+                pids.append(proc.pid)
+        except psutil.Error:
+            continue
+    return pids
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("backend", ["direct", "server"])
+def test_cli_smoke_experiment_on_two_ray_shards(tmp_path, backend):
+    """The documented override end to end, in a fresh process with its own local Ray:
+    each shard starts its own simulator host or Showdown server (in its own log dir) and
+    stops it."""
+    env = {**os.environ, "RAY_ADDRESS": ""}
+    hosts_before = _sim_hosts()
+    cmd = [
+        sys.executable,
+        "-m",
+        "trainer",
+        "+experiment=smoke",
+        "env.num_envs=2",
+        "env.vectorization=ray",
+        "env.ray.shards=2",
+        "total_steps=64",
+        "algo.rollout_steps=16",
+        f"hydra.run.dir={tmp_path}",
+        "tensorboard=false",
+        f"env.backend={backend}",
+    ]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    columns, rows = _columns(tmp_path)
+    assert {"global_step", "sps", "episode_return", "win_rate"} <= set(columns)
+    assert rows == 2  # 64 steps / (16 steps x 2 envs)
+    assert load_checkpoint(tmp_path / CHECKPOINT_DIR / LAST)["global_step"] == 64
+    assert "RayVectorEnv: 2 envs in 2 shards" in proc.stdout + proc.stderr
+    assert f"{backend} backend" in proc.stdout + proc.stderr
+    if backend == "server":
+        for shard in ("shard0", "shard1"):
+            assert list((tmp_path / "showdown" / shard).glob("showdown-*.log")), shard
+    assert _node_processes_under(tmp_path) == []  # the shards stopped their servers
+    assert _sim_hosts() <= hosts_before  # ... and their simulator hosts
