@@ -128,6 +128,12 @@ class ShowdownVectorEnv(AsyncVectorEnv):
         replaced, self.healing.replaced = self.healing.replaced, []
         return replaced
 
+    @property
+    def workers_replaced(self) -> int:
+        """How many workers were replaced so far; unlike :meth:`pop_replaced_workers` it is
+        never reset, so several users (self-play, the teacher switch) each see what is new."""
+        return self.healing.replacements
+
     def action_masks(self) -> np.ndarray:
         """Bool ``[N, A]`` legal-action masks of the current observations
         (:func:`mapleenv.vector.masks.action_masks`)."""
