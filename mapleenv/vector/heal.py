@@ -55,8 +55,7 @@ class HealingStep:
             log_after_s if worker_timeout_s is None else min(log_after_s, worker_timeout_s)
         )
         self.failures_in_a_row = 0
-        self.replaced: list[int] = []  # the replacements since the last pop, by env index
-        self.replacements = 0  # all replacements so far (never reset)
+        self.replaced: list[int] = []  # every replacement so far, by env index
         self._buffer: Any = None  # the observations' shared memory, for new workers
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -174,7 +173,6 @@ class HealingStep:
         child_pipe.close()
         env.processes[index], env.parent_pipes[index] = process, parent_pipe
         self.replaced.append(index)
-        self.replacements += 1
         parent_pipe.send(("reset", {}))
         if self.worker_timeout_s is not None and not parent_pipe.poll(self.worker_timeout_s):
             raise EnvWorkersFailing(

@@ -28,7 +28,7 @@ class TeacherSwitch:
         self.active = has_teacher
         steps = algo.kickstart_steps
         self.off_from = max(steps, algo.bc_steps) if has_teacher and steps > 0 else None
-        self._replaced_seen = _workers_replaced(envs)
+        self._replaced_seen = _workers_replaced(envs) if self.off_from is not None else 0
 
     def update(self, global_step: int) -> None:
         """Turn the teacher off once ``global_step`` reaches :attr:`off_from`, and again in
