@@ -75,7 +75,8 @@ class PokemonEnv(gymnasium.Env):
     battle (server lost, timeout) ends with ``truncated=True`` and ``info["aborted"]`` (and no
     ``won``), and the next ``reset`` reconnects. With ``teacher``, every observation also
     holds ``teacher_action`` (int64 ``[1]``, the teacher's choice as an action index, -1 if
-    not a legal action). ``on_illegal``: docs/rl_libraries.md.
+    not a legal action, or while :meth:`set_teacher_active` has the teacher off).
+    ``on_illegal``: docs/rl_libraries.md.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -112,6 +113,8 @@ class PokemonEnv(gymnasium.Env):
         self.teacher = (
             None if teacher is None else make_opponent(teacher, battle_format=fmt, seed=seed)
         )
+        self._teacher_active = self.teacher is not None
+        self._teacher_calls = 0
         # the spec's teams are loaded; the opponent draws from its own stream
         self.team = team_pool(spec.team, fmt, seed=seed, validate=False)
         opponent_team = spec.team if spec.opponent_team is None else spec.opponent_team
@@ -205,11 +208,25 @@ class PokemonEnv(gymnasium.Env):
         return self._last_obs
 
     def _teacher_action(self, battle: Battle) -> int:
-        """The teacher's choice for this decision as a legal action index (-1: none)."""
-        if battle.finished:
+        """The teacher's choice for this decision as a legal action index (-1: none, or the
+        teacher is off)."""
+        if battle.finished or not self._teacher_active:
             return -1
+        self._teacher_calls += 1
         message = self.teacher.choose_move(battle).message
         return next((a for a, order in self._legal.items() if order.message == message), -1)
+
+    def set_teacher_active(self, active: bool) -> bool:
+        """Compute the teacher's choice from the next observation on (``True``) or not
+        (``False``: ``teacher_action`` is -1, the space is unchanged): the trainer turns it off
+        once kickstarting is over, through ``envs.call("set_teacher_active", False)``.
+        Returns whether it is on now (always ``False`` without a teacher)."""
+        self._teacher_active = bool(active) and self.teacher is not None
+        return self._teacher_active
+
+    def teacher_calls(self) -> int:
+        """How many times this env asked its teacher for a choice (``envs.call``-able)."""
+        return self._teacher_calls
 
     @property
     def battle(self) -> Battle | None:

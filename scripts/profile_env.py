@@ -10,7 +10,15 @@ step. With ``--cprofile`` it also lists the functions with the most own time and
 time of Maple's hot spots (encoder, mask, reward, backend); cProfile slows Python down,
 so read those as shares, not as absolute times.
 
+With ``--teacher NAME`` the env also computes a teacher's choice (``env.teacher``, the
+kickstarting target) and the run alternates ``--rounds`` pairs of ``--steps``-step
+segments with the teacher on and off (``PokemonEnv.set_teacher_active``) in the same env,
+the order swapped every round so drift on a loaded machine hits both alike; the JSON has
+the mean per mode (``teacher_on``, ``teacher_off``), the teacher's cost as the per-round
+on-minus-off Python CPU (``teacher_python_cpu_ms_per_step``) and every segment.
+
     python scripts/profile_env.py --backend direct --steps 3000 --cprofile
+    python scripts/profile_env.py --encoder rich --teacher heuristic --steps 500 --rounds 4
 """
 
 from __future__ import annotations
@@ -50,6 +58,51 @@ def _cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class Stepper:
+    """One env stepped with random legal actions, resetting at each episode's end."""
+
+    def __init__(self, backend: str, seed: int, **settings: Any) -> None:
+        import mapleenv
+
+        if backend == "direct":
+            import mapleenv.backends.direct  # noqa: F401  (registers the backend)
+        self.env = mapleenv.PokemonEnv(backend=backend, seed=seed, **settings)
+        self.rng = np.random.default_rng(seed)
+        self.obs, _ = self.env.reset()
+        self.episodes = 0
+
+    def steps(self, n: int) -> None:
+        for _ in range(n):
+            action = self.rng.choice(np.flatnonzero(self.obs["action_mask"]))
+            self.obs, _, term, trunc, _ = self.env.step(action)
+            if term or trunc:
+                self.episodes += 1
+                self.obs, _ = self.env.reset()
+
+    def measure(self, n: int, profiler: cProfile.Profile | None = None) -> dict[str, Any]:
+        """Step ``n`` times; wall and CPU milliseconds per step."""
+        self0, child0, t0, episodes0 = (
+            _cpu(resource.RUSAGE_SELF),
+            descendants_cpu(),
+            time.time(),
+            self.episodes,
+        )
+        if profiler is not None:
+            profiler.enable()
+        self.steps(n)
+        if profiler is not None:
+            profiler.disable()
+        wall = time.time() - t0
+        return {
+            "steps": n,
+            "episodes": self.episodes - episodes0,
+            "wall_ms_per_step": 1e3 * wall / n,
+            "python_cpu_ms_per_step": 1e3 * (_cpu(resource.RUSAGE_SELF) - self0) / n,
+            "node_cpu_ms_per_step": 1e3 * (descendants_cpu() - child0) / n,
+            "steps_per_s": n / wall,
+        }
+
+
 def run(
     backend: str,
     steps: int,
@@ -58,41 +111,56 @@ def run(
     encoder: str,
     profiler: cProfile.Profile | None,
 ) -> dict[str, Any]:
-    import mapleenv
+    stepper = Stepper(backend, seed, opponent=opponent, encoder=encoder)
+    try:
+        stepper.steps(20)  # warm-up: imports, data tables, first battle
+        record = stepper.measure(steps, profiler)
+    finally:
+        stepper.env.close()
+    return {"backend": backend, "profiled": bool(profiler), **record}
 
-    if backend == "direct":
-        import mapleenv.backends.direct  # noqa: F401  (registers the backend)
-    env = mapleenv.PokemonEnv(opponent=opponent, encoder=encoder, backend=backend, seed=seed)
-    rng = np.random.default_rng(seed)
-    obs, _ = env.reset()
-    for _ in range(20):  # warm-up: imports, data tables, first battle
-        obs, _, term, trunc, _ = env.step(rng.choice(np.flatnonzero(obs["action_mask"])))
-        if term or trunc:
-            obs, _ = env.reset()
-    self0, child0, t0 = _cpu(resource.RUSAGE_SELF), descendants_cpu(), time.time()
-    episodes = 0
-    if profiler is not None:
-        profiler.enable()
-    for _ in range(steps):
-        obs, _, term, trunc, _ = env.step(rng.choice(np.flatnonzero(obs["action_mask"])))
-        if term or trunc:
-            episodes += 1
-            obs, _ = env.reset()
-    if profiler is not None:
-        profiler.disable()
-    wall = time.time() - t0
-    self_cpu = _cpu(resource.RUSAGE_SELF) - self0
-    child_cpu = descendants_cpu() - child0
-    env.close()
+
+def run_teacher(
+    backend: str, steps: int, seed: int, rounds: int, **settings: Any
+) -> dict[str, Any]:
+    """``rounds`` pairs of segments with the teacher on and off, alternated (module docs)."""
+    stepper = Stepper(backend, seed, **settings)
+    segments: list[dict[str, Any]] = []
+    try:
+        stepper.steps(20)
+        for r in range(rounds):
+            for active in (True, False) if r % 2 == 0 else (False, True):
+                stepper.env.set_teacher_active(active)
+                calls = stepper.env.teacher_calls()
+                segment = stepper.measure(steps)
+                segment |= {"teacher": active, "teacher_calls": stepper.env.teacher_calls() - calls}
+                segments.append(segment)
+    finally:
+        stepper.env.close()
+    keys = ("wall_ms_per_step", "python_cpu_ms_per_step", "node_cpu_ms_per_step")
+    modes = {
+        f"teacher_{'on' if active else 'off'}": {
+            key: round(float(np.mean([s[key] for s in segments if s["teacher"] == active])), 4)
+            for key in keys
+        }
+        for active in (True, False)
+    }
+    on, off = (
+        [s["python_cpu_ms_per_step"] for s in segments if s["teacher"] == active]
+        for active in (True, False)
+    )
+    paired = [a - b for a, b in zip(on, off, strict=True)]  # per round: the drift cancels
     return {
         "backend": backend,
-        "steps": steps,
-        "episodes": episodes,
-        "profiled": bool(profiler),
-        "wall_ms_per_step": 1e3 * wall / steps,
-        "python_cpu_ms_per_step": 1e3 * self_cpu / steps,
-        "node_cpu_ms_per_step": 1e3 * child_cpu / steps,
-        "steps_per_s": steps / wall,
+        "teacher": settings["teacher"],
+        **modes,
+        "teacher_python_cpu_ms_per_step": {
+            "mean": round(float(np.mean(paired)), 4),
+            "min": round(min(paired), 4),
+            "max": round(max(paired), 4),
+            "rounds_on_slower": sum(d > 0 for d in paired),
+        },
+        "segments": segments,
     }
 
 
@@ -144,10 +212,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="env seed (default %(default)s)")
     parser.add_argument("--cprofile", action="store_true", help="add a cProfile breakdown")
     parser.add_argument(
+        "--teacher", default=None, help="teacher name: compare it on vs off (e.g. heuristic)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="--teacher: on/off segment pairs (default %(default)s)",
+    )
+    parser.add_argument(
         "--top", type=int, default=20, help="--cprofile: functions listed (default %(default)s)"
     )
     args = parser.parse_args(argv)
     for backend in [b.strip() for b in args.backend.split(",") if b.strip()]:
+        if args.teacher is not None:
+            settings = {"opponent": args.opponent, "encoder": args.encoder}
+            record = run_teacher(
+                backend, args.steps, args.seed, args.rounds, teacher=args.teacher, **settings
+            )
+            print(json.dumps(record), flush=True)
+            continue
         record = run(backend, args.steps, args.seed, args.opponent, args.encoder, None)
         if args.cprofile:
             profiler = cProfile.Profile()

@@ -45,6 +45,7 @@ from trainer.run.device import resolve_device
 from trainer.run.metrics import ConsoleProgress, MetricsLogger, summary_line
 from trainer.run.rollout import EpisodeStats, RolloutCollector
 from trainer.run.selfplay import SelfPlay
+from trainer.run.teacher import TeacherSwitch
 from trainer.run.threads import cpu_cores, sigint_ignored, torch_threads
 
 log = logging.getLogger(__name__)
@@ -129,6 +130,8 @@ class Trainer:
             raise ValueError(
                 "algo.kickstart_coef > 0 needs a teacher: set env.teacher (e.g. heuristic)"
             )
+        self.teacher = TeacherSwitch(cfg.algo, self.envs, self.adapter.has_teacher)
+        self.teacher.update(self.global_step)  # a resumed run past kickstarting: off at once
 
     def _build_learner(self, ckpt: dict[str, Any] | None, resume_from: Path | None) -> None:
         """Policy, optimizer, learner and reward normalizer, restored from ``ckpt`` when
@@ -263,6 +266,10 @@ class Trainer:
         t0 = time.perf_counter()
         self.policy.eval()
         stats: EpisodeStats = self.collector.collect(self.buffer)
+        if self.adapter.has_teacher and not self.teacher.active:
+            # teacher off: not even the rollout's first step (observed while it was on) or a
+            # replaced worker's steps before its switch count
+            self.buffer.teacher_actions.fill_(-1)
         t1 = time.perf_counter()
         self.policy.train()
         kickstart = self.kickstart_coef()
@@ -285,6 +292,7 @@ class Trainer:
         steps = algo.rollout_steps * self.envs.num_envs
         self.global_step += steps
         self.iteration += 1
+        self.teacher.update(self.global_step)
         if self.selfplay is not None:
             update |= self.selfplay.after_update(
                 self.policy, self.iteration, self.envs.pop_snapshot_results()
