@@ -48,7 +48,9 @@ def legal(*lead: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize(
-    ("layers", "lay"), [(1, layout.RICH), (2, layout.RICH), (1, layout.RICH2)], ids=str
+    ("layers", "lay"),
+    [(1, layout.RICH), (2, layout.RICH), (1, layout.RICH2)],
+    ids=lambda v: v.name if isinstance(v, layout.Layout) else str(v),
 )
 def test_sequence_replay_equals_stepping(layers: int, lay: layout.Layout) -> None:
     policy = make_policy(layers, lay)
