@@ -64,3 +64,25 @@ class PlayPreflight(Callback):
             resolve_password(cfg)
         except (FileNotFoundError, ValueError, ShowdownError, OmegaConfBaseException) as exc:
             fail(str(exc), logger="trainer.play")
+
+
+class EvaluatePreflight(Callback):
+    """``python -m trainer.evaluate``: the settings, the checkpoint (the safe loader) and
+    every ``policy:`` opponent's file, before the run dir exists."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from omegaconf import OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+
+        from mapleenv.opponents import check_policy_files
+        from trainer.run.checkpoint import load_checkpoint
+
+        try:
+            cfg = OmegaConf.to_object(_task_config(config))
+            if cfg.battles < 1 or cfg.num_envs < 1:
+                raise ValueError("battles and num_envs must be >= 1")
+            load_checkpoint(cfg.checkpoint)
+            for name in cfg.opponents:
+                check_policy_files(name)
+        except (FileNotFoundError, ValueError, OmegaConfBaseException) as exc:
+            fail(str(exc), logger="trainer.apps.evaluate")
