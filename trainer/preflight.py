@@ -67,8 +67,8 @@ class PlayPreflight(Callback):
 
 
 class EvaluatePreflight(Callback):
-    """``python -m trainer.evaluate``: the settings, the checkpoint (the safe loader) and
-    every ``policy:`` opponent's file, before the run dir exists."""
+    """``python -m trainer.evaluate``: the settings' types, the checkpoint (the safe loader)
+    and every ``policy:`` opponent's file, before the run dir exists."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from omegaconf import OmegaConf
@@ -79,8 +79,6 @@ class EvaluatePreflight(Callback):
 
         try:
             cfg = OmegaConf.to_object(_task_config(config))
-            if cfg.battles < 1 or cfg.num_envs < 1:
-                raise ValueError("battles and num_envs must be >= 1")
             load_checkpoint(cfg.checkpoint)
             for name in cfg.opponents:
                 check_policy_files(name)
