@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -90,37 +91,49 @@ def _finish(proc: subprocess.Popen) -> str:
             proc.communicate()
 
 
+def _aborted(run_dir: Path) -> tuple[int, int]:
+    """(iterations logged, battles aborted) of a run's metrics.csv."""
+    with (run_dir / "metrics.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    return len(rows), sum(int(r["episodes_aborted"]) for r in rows)
+
+
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-def test_a_killed_env_worker_stops_the_run_with_one_line_naming_it(tmp_path: Path) -> None:
-    proc = _start_training(tmp_path)
-    workers = _env_workers(proc.pid)
-    assert len(workers) == 1
+def test_a_killed_env_worker_is_replaced_and_the_run_finishes(tmp_path: Path) -> None:
+    """SIGKILL of the env worker: a new worker takes its place within the step, its battle
+    counts as aborted, and the run reaches total_steps; nothing is left running."""
+    proc = _start_training(tmp_path, total_steps=32 * 20)
+    (worker,) = _env_workers(proc.pid)
+    os.kill(worker.pid, signal.SIGKILL)
     descendants = psutil.Process(proc.pid).children(recursive=True)
-    os.kill(workers[0].pid, signal.SIGKILL)
     out = _finish(proc)
-    assert proc.returncode == 1, out[-3000:]
-    assert f"env worker 0 (pid {workers[0].pid}, exit code -9) ended during a step" in out
-    assert f"resume={tmp_path}" in out and "Traceback" not in out, out[-3000:]
-    assert (tmp_path / "checkpoints" / "last.pt").is_file()
+    assert proc.returncode == 0, out[-3000:]
+    # its pipe may close before its exit is seen: either is the same fault
+    assert re.search(
+        r"env worker 0 failed \((its process ended|its pipe closed).*\): replacing", out
+    )
+    assert "done: 640 steps" in out and "Traceback" not in out, out[-3000:]
+    assert _aborted(tmp_path) == (20, 1)  # every iteration; the battle in flight aborted
     _, alive = psutil.wait_procs(descendants, timeout=30)  # nothing left running
     assert not alive, [p.pid for p in alive]
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-def test_a_stopped_env_worker_is_logged_then_stops_the_run(tmp_path: Path) -> None:
-    """SIGSTOP of a worker: a stall line after 10 s, then one line naming the worker at
-    env.step_timeout_s, the checkpoint kept, and the stopped worker killed (not leaked)."""
-    proc = _start_training(tmp_path, "env.step_timeout_s=15")
+def test_a_stopped_env_worker_is_logged_then_replaced(tmp_path: Path) -> None:
+    """SIGSTOP of the worker: a stall line after 10 s, then at env.step_timeout_s the
+    stopped worker is killed (not leaked) and replaced, and the run finishes."""
+    proc = _start_training(tmp_path, "env.step_timeout_s=15", total_steps=32 * 20)
     (worker,) = _env_workers(proc.pid)
-    descendants = psutil.Process(proc.pid).children(recursive=True)
     worker.suspend()  # SIGSTOP
+    descendants = psutil.Process(proc.pid).children(recursive=True)
     out = _finish(proc)
-    assert proc.returncode == 1, out[-3000:]
+    assert proc.returncode == 0, out[-3000:]
     assert "env step stalled for over 10 s: worker(s) [0] silent" in out, out[-3000:]
-    assert "env worker(s) [0] did not answer a step within 15 s" in out, out[-3000:]
-    assert f"resume={tmp_path}" in out and "Traceback" not in out, out[-3000:]
+    assert "env worker 0 failed (it did not answer a step within 15 s): replacing it" in out
+    assert "done: 640 steps" in out, out[-3000:]
+    assert not worker.is_running()
     _, alive = psutil.wait_procs(descendants, timeout=30)
     assert not alive, [p.pid for p in alive]
 
