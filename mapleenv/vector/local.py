@@ -91,7 +91,6 @@ class ShowdownVectorEnv(AsyncVectorEnv):
         **kwargs: Any,
     ):
         self.pool = pool
-        self._replaced_popped = 0  # replacements already handed out by pop_replaced_workers
         try:
             super().__init__(env_fns, **kwargs)
         except BaseException:
@@ -123,18 +122,12 @@ class ShowdownVectorEnv(AsyncVectorEnv):
             raise NoAsyncCallError("step_wait without step_async", AsyncState.WAITING_STEP.value)
         return self.healing.step_wait()
 
-    def pop_replaced_workers(self) -> list[int]:
-        """Indices of the workers replaced since the last call (their envs are new
-        processes: e.g. a self-play pool must be pushed to them again)."""
-        replaced, self.healing.replaced = self.healing.replaced, []
-        self._replaced_popped += len(replaced)
-        return replaced
-
     @property
-    def workers_replaced(self) -> int:
-        """How many workers were replaced so far; unlike :meth:`pop_replaced_workers` it is
-        never reset, so several users (self-play, the teacher switch) each see what is new."""
-        return self._replaced_popped + len(self.healing.replaced)
+    def replaced_workers(self) -> list[int]:
+        """Every worker replacement so far, by env index, oldest first. A caller that keeps
+        state in the workers (a self-play pool, the teacher switch) sends it again to the
+        ones it has not seen yet (it remembers how many it saw)."""
+        return list(self.healing.replaced)
 
     def action_masks(self) -> np.ndarray:
         """Bool ``[N, A]`` legal-action masks of the current observations

@@ -26,6 +26,7 @@ __all__ = [
     "StepWatch",
     "autoreset_mode",
     "make_envs",
+    "new_replacements",
     "terminate_envs",
     "worker_failure",
 ]
@@ -104,6 +105,14 @@ class StepWatch(VectorWrapper):
 
     def set_attr(self, name: str, values: Any) -> None:
         self.env.set_attr(name, values)
+
+
+def new_replacements(envs: VectorEnv, seen: int) -> tuple[list[int], int]:
+    """The env workers replaced since a caller last looked (it had seen ``seen``
+    replacements; new processes have lost the state it sent them), and the count now; none
+    for vector envs that do not replace their workers."""
+    replaced = list(getattr(envs.unwrapped, "replaced_workers", ()))
+    return replaced[seen:], len(replaced)
 
 
 def autoreset_mode(envs: VectorEnv) -> AutoresetMode:

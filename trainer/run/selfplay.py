@@ -37,6 +37,7 @@ import torch
 from mapleenv.policies import make_snapshot, policy_from_snapshot
 from trainer.config import SelfPlayConfig
 from trainer.envs.episodes import plain
+from trainer.envs.vector import new_replacements
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +184,7 @@ class SelfPlay:
             else None
         )
         self.league = League(cfg.pfsp_power, cfg.pfsp_window) if cfg.sampling == "pfsp" else None
+        self.replaced_seen = 0  # env worker replacements already sent the pool
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -228,7 +230,7 @@ class SelfPlay:
         """Add a snapshot of ``policy`` when the schedule says so (every ``every`` updates,
         or when the gate opens on ``results``: ``(snapshot id, won)`` of the battles since
         the last call); returns the metrics columns' values."""
-        replaced = getattr(self.envs.unwrapped, "pop_replaced_workers", list)()
+        replaced, self.replaced_seen = new_replacements(self.envs, self.replaced_seen)
         if replaced:  # new worker processes start with an empty pool
             log.info(
                 "self-play: pool %s pushed again (env workers %s replaced)",

@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from trainer.config import AlgoConfig
+from trainer.envs.vector import new_replacements
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +29,14 @@ class TeacherSwitch:
         self.active = has_teacher
         steps = algo.kickstart_steps
         self.off_from = max(steps, algo.bc_steps) if has_teacher and steps > 0 else None
-        self._replaced_seen = _workers_replaced(envs) if self.off_from is not None else 0
+        self.replaced_seen = new_replacements(envs, 0)[1]  # replacements already there
 
     def update(self, global_step: int) -> None:
         """Turn the teacher off once ``global_step`` reaches :attr:`off_from`, and again in
         workers replaced since the last call."""
         if self.off_from is None:
             return
-        total = _workers_replaced(self.envs)
-        replaced, self._replaced_seen = total - self._replaced_seen, total
+        replaced, self.replaced_seen = new_replacements(self.envs, self.replaced_seen)
         if self.active and global_step >= self.off_from:
             self._switch_off()
             log.info("kickstarting over at step %d: the env workers' teacher is off", global_step)
@@ -49,8 +49,3 @@ class TeacherSwitch:
         if any(states):
             raise RuntimeError(f"env teacher still on after switching it off: {states}")
         self.active = False
-
-
-def _workers_replaced(envs: Any) -> int:
-    """Workers replaced so far (0 for vector envs that do not replace theirs)."""
-    return int(getattr(envs.unwrapped, "workers_replaced", 0))

@@ -50,7 +50,7 @@ def test_a_killed_worker_is_replaced_and_its_battle_ends_aborted():
         assert aborted(info, 1) is None
         assert info["final_obs"][0]["action_mask"].any()  # the last observation it had
         assert envs.processes[0].pid != old.pid and envs.processes[0].is_alive()
-        assert envs.pop_replaced_workers() == [0] and envs.pop_replaced_workers() == []
+        assert envs.replaced_workers == [0]
         for _ in range(30):  # both envs play on, the new worker's battle included
             obs, *_ = envs.step(legal_actions(envs, obs, rng))
         assert obs["action_mask"].any(axis=1).all()
