@@ -7,10 +7,12 @@ replaced by a fresh process built from the same env factory, shared-memory slot 
 error queue. The new worker resets its env, and the step reports that env's episode as
 truncated with ``info["aborted"]`` (its ``final_obs`` is the last observation it had), as
 a battle on a killed simulator host or server already ends; the other envs step as usual.
-``max_failures`` steps in a row with a replacement raise :class:`EnvWorkersFailing` (one
-line naming the workers): a fault that keeps coming back is not retried forever. While
-waiting, a watchdog that gave up on the envs' simulator hosts or servers raises
-:class:`EnvPoolFailed` at once. RLlib restarts failed env runners the same way.
+A worker that fails ``max_failures`` times in a row (replaced each time, it fails again
+before it completes a step) raises :class:`EnvWorkersFailing` (one line naming it): a fault
+that keeps coming back is not retried forever, while independent faults of different
+workers, however close together, are each survived. While waiting, a watchdog that gave up
+on the envs' simulator hosts or servers raises :class:`EnvPoolFailed` at once. RLlib
+restarts failed env runners the same way.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 
 class EnvWorkersFailing(RuntimeError):
-    """Env workers failed in ``max_failures`` steps in a row, replacements included."""
+    """An env worker failed ``max_failures`` times in a row, replacements included."""
 
 
 class EnvPoolFailed(RuntimeError):
@@ -54,7 +56,7 @@ class HealingStep:
         self.log_after_s = (
             log_after_s if worker_timeout_s is None else min(log_after_s, worker_timeout_s)
         )
-        self.failures_in_a_row = 0
+        self.failures: dict[int, int] = {}  # per env: failures since its last completed step
         self.replaced: list[int] = []  # every replacement so far, by env index
         self._buffer: Any = None  # the observations' shared memory, for new workers
 
@@ -130,15 +132,15 @@ class HealingStep:
         return failed
 
     def _count(self, failed: dict[int, str]) -> None:
-        if not failed:
-            self.failures_in_a_row = 0
-            return
-        self.failures_in_a_row += 1
-        if self.failures_in_a_row >= self.max_failures:
-            why = "; ".join(f"env worker {i}: {reason}" for i, reason in sorted(failed.items()))
+        """A completed step clears a worker's count; ``max_failures`` in a row raise."""
+        for i in range(self.env.num_envs):
+            self.failures[i] = self.failures.get(i, 0) + 1 if i in failed else 0
+        again = sorted(i for i, n in self.failures.items() if n >= self.max_failures)
+        if again:
+            why = "; ".join(f"env worker {i}: {failed[i]}" for i in again)
             raise EnvWorkersFailing(
-                f"env workers failed in {self.failures_in_a_row} steps in a row, each "
-                f"replaced; the last: {why}"
+                f"env worker(s) {again} failed {self.max_failures} times in a row (replaced "
+                f"each time, failed again before completing a step); the last: {why}"
             )
 
     def _replace(self, index: int, why: str) -> tuple[Any, ...]:

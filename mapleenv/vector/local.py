@@ -194,7 +194,7 @@ def make_vector_env(
     (with ``sim_hosts`` shared hosts, see module docs) or a name given to
     ``mapleenv.backends.register_backend``. A worker that dies, or does not answer a step
     within ``worker_timeout_s`` (``None``: wait forever), is replaced within the step and its
-    episode ends aborted; failures in ``max_worker_failures`` steps in a row raise
+    episode ends aborted; a worker failing ``max_worker_failures`` times in a row raises
     (:mod:`mapleenv.vector.heal`). More processes than the machine holds
     (:func:`mapleenv.limits.check_capacity`) fail at once unless ``allow_oversubscribe``.
     """

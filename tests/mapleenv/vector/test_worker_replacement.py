@@ -81,7 +81,7 @@ def test_a_stopped_worker_is_killed_and_replaced_after_the_timeout():
         envs.close()
 
 
-def test_failures_in_steps_in_a_row_stop_the_vector_env_with_one_line():
+def test_a_worker_failing_again_and_again_stops_the_vector_env_with_one_line():
     rng = np.random.default_rng(2)
     envs = make_vector_env(
         1, opponent="random", seed=7, autoreset_mode="SameStep", max_worker_failures=2
@@ -93,7 +93,7 @@ def test_failures_in_steps_in_a_row_stop_the_vector_env_with_one_line():
         obs, *_ = envs.step(legal_actions(envs, obs, rng))  # the first: replaced
         os.kill(envs.processes[0].pid, signal.SIGKILL)
         wait_dead(envs.processes[0])
-        with pytest.raises(EnvWorkersFailing, match="in 2 steps in a row") as failure:
+        with pytest.raises(EnvWorkersFailing, match=r"\[0\] failed 2 times in a row") as failure:
             envs.step(legal_actions(envs, obs, rng))
         assert "\n" not in str(failure.value)
     finally:
