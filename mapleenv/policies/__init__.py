@@ -21,6 +21,7 @@ from mapleenv.policies.checkpoint import (
     to_plain,
 )
 from mapleenv.policies.config import Activation, ModelConfig, ModelKind
+from mapleenv.policies.inference import batch1_step
 from mapleenv.policies.masking import log_prob_entropy, mask_logits, sample_actions
 from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
 from mapleenv.policies.registry import POLICIES, PolicyBuilder, build_policy
@@ -48,6 +49,7 @@ __all__ = [
     "ModelConfig",
     "ModelKind",
     "PolicyBuilder",
+    "batch1_step",
     "build_policy",
     "checked_encoder",
     "checked_snapshot",
