@@ -9,6 +9,10 @@ loaded machine does not distort much, and on a saturated machine steps/s ~ cores
 step. With ``--cprofile`` it also lists the functions with the most own time and the total
 time of Maple's hot spots (encoder, mask, reward, backend); cProfile slows Python down,
 so read those as shares, not as absolute times.
+With ``--ceiling`` it also measures the raw simulator (``sim_ceiling.js``, one process)
+right after, and reports ``node_vs_sim``: the host's Node CPU per agent step over the
+simulator's CPU per turn (issue #22's target: <= 1.25); give both ``--warmup 60``, a cold
+V8 costs up to twice as much per step.
 
 With ``--teacher NAME`` the env also computes a teacher's choice (``env.teacher``, the
 kickstarting target) and the run alternates ``--rounds`` pairs of ``--steps``-step
@@ -19,6 +23,7 @@ on-minus-off Python CPU (``teacher_python_cpu_ms_per_step``) and every segment.
 
     python scripts/profile_env.py --backend direct --steps 3000 --cprofile
     python scripts/profile_env.py --encoder rich --teacher heuristic --steps 500 --rounds 4
+    python scripts/profile_env.py --steps 5000 --warmup 60 --ceiling
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from mapleenv.measure import descendants_cpu
+from mapleenv.measure import Ceiling, descendants_cpu
 
 # (label, filename fragment, function name) of the costs reported by --cprofile.
 HOT_SPOTS = [
@@ -110,14 +115,32 @@ def run(
     opponent: str,
     encoder: str,
     profiler: cProfile.Profile | None,
+    warmup: float = 0.0,
 ) -> dict[str, Any]:
     stepper = Stepper(backend, seed, opponent=opponent, encoder=encoder)
     try:
         stepper.steps(20)  # warm-up: imports, data tables, first battle
+        deadline = time.monotonic() + warmup  # and the simulator's JIT, when asked
+        while time.monotonic() < deadline:
+            stepper.steps(50)
         record = stepper.measure(steps, profiler)
     finally:
         stepper.env.close()
     return {"backend": backend, "profiled": bool(profiler), **record}
+
+
+def against_ceiling(record: dict[str, Any], warmup: float) -> dict[str, Any]:
+    """The raw simulator's CPU per turn (one process, warmed ``warmup`` s, measured as long
+    as the env ran) and the Node host's CPU per agent step against it."""
+    ceiling = Ceiling(1, warmup=warmup)
+    try:
+        sim = ceiling.measure(max(5.0, record["steps"] * record["wall_ms_per_step"] / 1e3))
+    finally:
+        ceiling.close()
+    return {
+        "sim_cpu_ms_per_turn": sim["sim_cpu_ms_per_turn"],
+        "node_vs_sim": record["node_cpu_ms_per_step"] / sim["sim_cpu_ms_per_turn"],
+    }
 
 
 def run_teacher(
@@ -223,6 +246,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--top", type=int, default=20, help="--cprofile: functions listed (default %(default)s)"
     )
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=0.0,
+        help="seconds of unmeasured steps first (a cold simulator host's Node CPU per step "
+        "falls for about a minute; default %(default)s)",
+    )
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also measure the raw simulator's CPU per turn (warmed as long as --warmup) "
+        "and report node_vs_sim = the host's Node CPU per step / the simulator's per turn",
+    )
     args = parser.parse_args(argv)
     for backend in [b.strip() for b in args.backend.split(",") if b.strip()]:
         if args.teacher is not None:
@@ -232,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(json.dumps(record), flush=True)
             continue
-        record = run(backend, args.steps, args.seed, args.opponent, args.encoder, None)
+        record = run(backend, args.steps, args.seed, args.opponent, args.encoder, None, args.warmup)
+        if args.ceiling:
+            record |= against_ceiling(record, args.warmup)
         if args.cprofile:
             profiler = cProfile.Profile()
             profiled = run(backend, args.steps, args.seed, args.opponent, args.encoder, profiler)
