@@ -264,15 +264,14 @@ def run_side(checkout: Path, args: argparse.Namespace, tmp: Path, label: str) ->
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Interrupt a run still going (its trainer closes its envs), kill it if it hangs."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    """Interrupt a run still going (its trainer closes its envs); terminate it, then kill
+    it, if it does not end."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        if proc.poll() is not None:
+            return
+        proc.send_signal(sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=30)
 
 
 RUN_KEYS = ("train_sps_median", "env_only_sps_median", "ratio", "update_share", "loadavg_before")
@@ -317,6 +316,9 @@ def side_summary(checkout: Path, runs: list[dict]) -> dict:
 
 def compare(args: argparse.Namespace) -> dict:
     """A (this checkout) and B (the baseline) alternated A B A B; both sides and the speedup."""
+    # Ctrl-C interrupts this process (even started with SIGINT ignored, as in the
+    # background of a script), and the runs start with it (stop() sends it)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     machine = machine_info()
     tmp = Path(tempfile.mkdtemp(prefix="maple_bench_ab_"))
     runs: dict[str, list[dict]] = {"a": [], "b": []}
@@ -394,7 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.rounds, args.iterations, args.pairs) < 1:
         parser.error("--rounds, --iterations and --pairs must be >= 1")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run cleanups on kill
-    result = compare(args) if args.baseline is not None else single(args)
+    try:
+        result = compare(args) if args.baseline is not None else single(args)
+    except KeyboardInterrupt:
+        print("bench_train.py: interrupted", file=sys.stderr)
+        return 130
     print(json.dumps(result, indent=2))
     return 0
 
