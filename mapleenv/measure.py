@@ -10,6 +10,7 @@ import os
 import platform
 import resource
 import subprocess
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -110,22 +111,27 @@ def sim_ceiling(
         ceiling.close()
 
 
-def process_cpu() -> dict[str, float]:
+def process_cpu(exclude: Collection[int] = ()) -> dict[str, float]:
     """CPU seconds used so far: this process (all threads), its live ``node`` descendants
-    (simulator hosts, servers) and its other live descendants (env workers)."""
+    (simulator hosts, servers) and its other live descendants (env workers), leaving out
+    the descendants in ``exclude`` (another env's, idle beside the measured one)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"main": usage.ru_utime + usage.ru_stime, **descendants_cpu_by_kind()}
+    return {"main": usage.ru_utime + usage.ru_stime, **descendants_cpu_by_kind(exclude=exclude)}
 
 
-def descendants_cpu_by_kind(root: int | None = None) -> dict[str, float]:
-    """CPU seconds of the live descendants of ``root`` (default: this process), split into
-    ``node`` processes and ``workers`` (everything else)."""
+def descendants_cpu_by_kind(
+    root: int | None = None, exclude: Collection[int] = ()
+) -> dict[str, float]:
+    """CPU seconds of the live descendants of ``root`` (default: this process) not in
+    ``exclude``, split into ``node`` processes and ``workers`` (everything else)."""
     totals = {"node": 0.0, "workers": 0.0}
     try:
         children = psutil.Process(root).children(recursive=True)
     except psutil.NoSuchProcess:
         return totals
     for child in children:
+        if child.pid in exclude:
+            continue
         try:
             times = child.cpu_times()
             kind = "node" if child.name() == "node" else "workers"

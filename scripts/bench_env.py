@@ -23,11 +23,20 @@ on that share: ``sim_cpu_ms_per_turn / env_cpu_ms_per_step``, the CPU time (all 
 and processes: main, workers, Node hosts or servers) per simulator turn and per env step.
 When the env keeps every core busy (N large enough), ``ratio`` on a quiet machine is
 about ``cpu_ratio``.
+
+``--shape card`` measures the design card's shape instead: a plain
+``gymnasium.vector.AsyncVectorEnv`` (spawn) over ``gym.make("mapleenv/Showdown-v0", ...)``,
+one env per worker, each with its own Node host (direct) or embedded server (server), env i
+seeded seed + i. ``--shape maple,card`` keeps both up and alternates them in every round
+(with the ceiling); the card's line adds ``card_vs_maple``, the median of the per-round
+ratios of card steps/s to ``make_vector_env`` steps/s. Every line names its ``shape``.
+An env's CPU leaves out the processes of the other shape and of the ceiling (idle then).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -36,6 +45,7 @@ import time
 from typing import Any
 
 import numpy as np
+import psutil
 
 from mapleenv.measure import (
     Ceiling,
@@ -52,34 +62,64 @@ def random_masked_actions(masks: np.ndarray, rng: np.random.Generator) -> np.nda
     return scores.argmax(axis=1)
 
 
+SHAPES = ("maple", "card")
+
+
+def descendant_pids() -> set[int]:
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def card_env(**settings: Any) -> Any:
+    """One env as the design card makes it (in the worker: the import registers the id)."""
+    import gymnasium as gym
+
+    import mapleenv
+
+    return gym.make(mapleenv.ENV_ID, **settings)
+
+
+def make_envs(shape: str, num_envs: int, args: argparse.Namespace, backend: str) -> Any:
+    """``make_vector_env(N)`` (``maple``) or the design card's ``AsyncVectorEnv`` over
+    ``gym.make`` (``card``), random opponent, env i seeded ``seed + i``."""
+    common = dict(battle_format=args.battle_format, opponent=args.opponent)
+    if shape == "card":
+        import gymnasium as gym
+
+        fns = [
+            functools.partial(card_env, backend=backend, seed=args.seed + i, **common)
+            for i in range(num_envs)
+        ]
+        return gym.vector.AsyncVectorEnv(fns, context="spawn")
+    import mapleenv
+
+    return mapleenv.make_vector_env(
+        num_envs,
+        backend=backend,
+        servers=args.servers,
+        sim_hosts=args.sim_hosts,
+        seed=args.seed,
+        **common,
+    )
+
+
 class _VectorRun:
     """A vector env stepped with random masked actions, measured in time slices."""
 
-    def __init__(
-        self,
-        num_envs: int,
-        backend: str,
-        servers: int,
-        sim_hosts: int | None,
-        battle_format: str,
-        opponent: str,
-        seed: int,
-    ):
-        import mapleenv
-
+    def __init__(self, shape: str, num_envs: int, args: argparse.Namespace, backend: str):
+        self.shape = shape
         self.num_envs = num_envs
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(args.seed)
         t_start = time.perf_counter()
-        common = dict(battle_format=battle_format, opponent=opponent, seed=seed)
-        self.envs = mapleenv.make_vector_env(
-            num_envs, backend=backend, servers=servers, sim_hosts=sim_hosts, **common
-        )
+        before = descendant_pids()
+        self.envs = make_envs(shape, num_envs, args, backend)
         try:
             self.obs, _ = self.envs.reset()
         except BaseException:
             self.envs.close()
             raise
         self.startup_s = time.perf_counter() - t_start
+        self.pids = descendant_pids() - before  # its workers, Node hosts or servers
+        self.others: set[int] = set()  # the other runs' processes, idle while this one runs
         self.autoreset = np.zeros(num_envs, dtype=bool)
         self.episodes = 0
 
@@ -88,7 +128,7 @@ class _VectorRun:
         where an env only starts its next battle, are not counted) and CPU ms per step
         of the env by kind of process (main, workers, node) and in total."""
         steps = 0
-        cpu0 = process_cpu()
+        cpu0 = process_cpu(exclude=self.others)
         t0 = time.perf_counter()
         end = t0 + seconds
         while time.perf_counter() < end:
@@ -98,7 +138,7 @@ class _VectorRun:
             self.autoreset = terminated | truncated
             self.episodes += int(self.autoreset.sum())
         elapsed = time.perf_counter() - t0
-        cpu1 = process_cpu()
+        cpu1 = process_cpu(exclude=self.others)
         per_step = {kind: 1e3 * (cpu1[kind] - cpu0[kind]) / max(steps, 1) for kind in cpu0}
         per_step["total"] = sum(per_step.values())
         return steps / elapsed, per_step
@@ -109,34 +149,55 @@ class _VectorRun:
 
 def measure(
     num_envs: int, args: argparse.Namespace, backend: str, ceiling: Ceiling | None
-) -> dict[str, Any]:
-    """Env steps/s and simulator turns/s in alternating slices; medians and their ratio."""
-    run = _VectorRun(
-        num_envs,
-        backend,
-        args.servers,
-        args.sim_hosts,
-        args.battle_format,
-        args.opponent,
-        args.seed,
-    )
-    env_rates: list[float] = []
-    env_cpu: list[dict[str, float]] = []
+) -> list[dict[str, Any]]:
+    """Each shape's env steps/s and the simulator's turns/s in alternating slices (the
+    shapes' order flips every round); one record per shape, with medians and ratios."""
+    runs: list[_VectorRun] = []
+    env_rates: dict[str, list[float]] = {shape: [] for shape in args.shapes}
+    env_cpu: dict[str, list[dict[str, float]]] = {shape: [] for shape in args.shapes}
     sim_rates: list[float] = []
     sim_cpu: list[float] = []
     try:
-        run.run(args.warmup)
+        for shape in args.shapes:
+            runs.append(_VectorRun(shape, num_envs, args, backend))
+            runs[-1].run(args.warmup)
+        idle = {proc.pid for proc in ceiling.procs} if ceiling is not None else set()
+        for run in runs:
+            run.others = idle.union(*(other.pids for other in runs if other is not run))
         slice_s = args.seconds / args.rounds
-        for _ in range(args.rounds):
-            rate, cpu = run.run(slice_s)
-            env_rates.append(rate)
-            env_cpu.append(cpu)
+        for i in range(args.rounds):
+            for run in runs if i % 2 == 0 else runs[::-1]:
+                rate, cpu = run.run(slice_s)
+                env_rates[run.shape].append(rate)
+                env_cpu[run.shape].append(cpu)
             if ceiling is not None:
                 result = ceiling.measure(slice_s)
                 sim_rates.append(result["sim_turns_per_s"])
                 sim_cpu.append(result["sim_cpu_ms_per_turn"])
     finally:
-        run.close()
+        for run in runs:
+            run.close()
+    records = [
+        shape_record(run, env_rates[run.shape], env_cpu[run.shape], sim_rates, sim_cpu, args)
+        for run in runs
+    ]
+    if set(env_rates) >= {"maple", "card"}:
+        pairs = zip(env_rates["card"], env_rates["maple"], strict=True)
+        records[args.shapes.index("card")]["card_vs_maple"] = float(
+            np.median([card / maple for card, maple in pairs])
+        )
+    return records
+
+
+def shape_record(
+    run: _VectorRun,
+    env_rates: list[float],
+    env_cpu: list[dict[str, float]],
+    sim_rates: list[float],
+    sim_cpu: list[float],
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """One shape's medians, CPU per step by kind and, with the ceiling, its ratios."""
     record: dict[str, Any] = {
         "env_steps_per_s": float(np.median(env_rates)),
         "env_steps_per_s_rounds": [round(r, 1) for r in env_rates],
@@ -164,7 +225,7 @@ def measure(
     return record
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -222,13 +283,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--seed", type=int, default=0, help="env i is seeded seed + i (default %(default)s)"
     )
+    parser.add_argument(
+        "--shape",
+        default="maple",
+        help="comma-separated: maple (make_vector_env), card (AsyncVectorEnv over gym.make, "
+        "the design card's shape); both alternate in the rounds (default %(default)s)",
+    )
+    return parser
+
+
+def header(backend: str, num_envs: int, shape: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The settings part of a JSON line."""
+    card = shape == "card"  # one Node host or embedded server per env
+    sim_hosts = args.sim_hosts if args.sim_hosts is not None else os.cpu_count() or 1
+    return {
+        "backend": backend,
+        "num_envs": num_envs,
+        "seconds": args.seconds,
+        "battle_format": args.battle_format,
+        "opponent": args.opponent,
+        "servers": (num_envs if card else args.servers) if backend == "server" else None,
+        "sim_hosts": (num_envs if card else min(sim_hosts, num_envs))
+        if backend == "direct"
+        else None,
+        "shape": shape,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run cleanups on kill
 
     sizes = [int(n) for n in str(args.num_envs).split(",") if n.strip()]
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    args.shapes = list(dict.fromkeys(s.strip() for s in args.shape.split(",") if s.strip()))
     if not sizes or min(sizes) < 1:
         parser.error("--num-envs needs positive integers")
+    if not args.shapes or not set(args.shapes) <= set(SHAPES):
+        parser.error(f"--shape takes {', '.join(SHAPES)} (comma-separated), got {args.shape!r}")
     ceiling = (
         None
         if args.no_ceiling
@@ -237,25 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for backend in backends:
             for num_envs in sizes:
-                record: dict[str, Any] = {
-                    "backend": backend,
-                    "num_envs": num_envs,
-                    "seconds": args.seconds,
-                    "battle_format": args.battle_format,
-                    "opponent": args.opponent,
-                    "servers": args.servers if backend == "server" else None,
-                    "sim_hosts": (
-                        min(
-                            args.sim_hosts if args.sim_hosts is not None else os.cpu_count() or 1,
-                            num_envs,
-                        )
-                        if backend == "direct"
-                        else None
-                    ),
-                }
-                record.update(measure(num_envs, args, backend, ceiling))
-                record["machine"] = machine_info()
-                print(json.dumps(record), flush=True)
+                records = measure(num_envs, args, backend, ceiling)
+                for shape, record in zip(args.shapes, records, strict=True):
+                    line = {**header(backend, num_envs, shape, args), **record}
+                    line["machine"] = machine_info()
+                    print(json.dumps(line), flush=True)
     finally:
         if ceiling is not None:
             ceiling.close()

@@ -127,3 +127,86 @@ def test_bench_env_prints_one_json_line_per_backend_and_size() -> None:
     ]
     assert min(ratios) - 0.01 <= record["ratio"] <= max(ratios) + 0.01
     assert record["machine"]["cores"] >= 1
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_bench_env_alternates_maple_and_the_design_cards_shape() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--shape",
+            "maple,card",
+            "--num-envs",
+            "2",
+            "--backend",
+            "direct",
+            "--seconds",
+            "2",
+            "--rounds",
+            "2",
+            "--warmup",
+            "1",
+            "--ceiling-warmup",
+            "1",
+            "--sim-procs",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    maple, card = lines
+    assert (maple["shape"], card["shape"]) == ("maple", "card")
+    assert card["sim_hosts"] == 2  # one Node host per env
+    for record in (maple, card):
+        assert record["num_envs"] == 2 and len(record["env_steps_per_s_rounds"]) == 2
+        assert record["env_steps_per_s"] > 0 and record["env_cpu_ms_per_step"] > 0
+        assert record["ratio"] > 0 and record["cpu_ratio"] > 0
+    assert maple["sim_turns_per_s_rounds"] == card["sim_turns_per_s_rounds"]  # one ceiling
+    assert "card_vs_maple" not in maple
+    ratios = [
+        c / m
+        for c, m in zip(
+            card["env_steps_per_s_rounds"], maple["env_steps_per_s_rounds"], strict=True
+        )
+    ]
+    assert min(ratios) - 0.01 <= card["card_vs_maple"] <= max(ratios) + 0.01
+
+
+@pytest.mark.integration
+def test_bench_env_rejects_an_unknown_shape() -> None:
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--shape", "maple,cards"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert out.returncode == 2
+    assert (
+        out.stderr.strip()
+        .splitlines()[-1]
+        .endswith("--shape takes maple, card (comma-separated), got 'maple,cards'")
+    )
+
+
+@pytest.mark.integration
+def test_process_cpu_leaves_out_the_excluded_descendants() -> None:
+    from mapleenv.measure import process_cpu
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        deadline = time.monotonic() + 60
+        while _cpu_s(busy.pid) < 0.3:
+            assert time.monotonic() < deadline, "the busy child got no CPU"
+        counted, left_out = process_cpu(), process_cpu(exclude={busy.pid})
+        assert counted["workers"] - left_out["workers"] >= 0.3
+        assert left_out["workers"] < 0.3 and left_out["main"] > 0
+    finally:
+        busy.kill()
+        busy.wait()
