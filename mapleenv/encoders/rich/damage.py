@@ -165,6 +165,71 @@ def boost_factor(m: Move, attacker: Pokemon, defender: Pokemon) -> float:
     return factor
 
 
+# ``Move`` properties poke_env.calc reads, each a function of the move's id, generation,
+# Hidden Power override and request target only (GenData look-up, then parsing).
+CALC_MOVE_PROPERTIES = (
+    "entry",
+    "type",
+    "category",
+    "flags",
+    "priority",
+    "n_hit",
+    "base_power",
+    "target",
+    "secondary",
+    "recoil",
+    "ignore_defensive",
+    "breaks_protect",
+)
+
+
+def _memoised(name: str) -> property:
+    compute = getattr(Move, name).fget
+
+    def fget(self: CalcMove) -> Any:
+        memo = self._memo
+        if name in memo:
+            return memo[name]
+        value = memo[name] = compute(self)
+        return value
+
+    return property(fget, doc=f"``Move.{name}``, computed once.")
+
+
+class CalcMove(Move):
+    """A copy of a plain ``Move`` for the calculator: it reads the move's data properties
+    dozens of times a call, each a GenData look-up and parse; here each is computed once
+    (lazily, so errors surface as they would on the original)."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self, m: Move) -> None:  # noqa: D107 - no Move.__init__: copies the slots
+        for slot in Move.__slots__:
+            setattr(self, slot, getattr(m, slot))
+        self._dynamaxed_move = None
+        self._memo: dict[str, Any] = {}
+
+
+for _name in CALC_MOVE_PROPERTIES:
+    setattr(CalcMove, _name, _memoised(_name))
+
+
+_calc_moves: dict[tuple[Any, ...], Move] = {}
+
+
+def calc_move(m: Move) -> Move:
+    """A shared :class:`CalcMove` for a plain ``Move`` (other kinds pass through)."""
+    if type(m) is not Move:
+        return m
+    key = (m._id, m._gen, m._base_power_override, m._request_target)
+    found = _calc_moves.get(key)
+    if found is None:
+        if len(_calc_moves) > 10_000:
+            _calc_moves.clear()
+        found = _calc_moves[key] = CalcMove(m)
+    return found
+
+
 class DamageEstimator:
     """Min/max damage rolls of a move between the actives of a battle, cached.
 
@@ -264,7 +329,10 @@ class DamageEstimator:
         start = time.perf_counter_ns()
         try:
             low, high = calculate_damage(
-                attacker.identifier(attacker_role), defender.identifier(defender_role), m, battle
+                attacker.identifier(attacker_role),
+                defender.identifier(defender_role),
+                calc_move(m),
+                battle,
             )
             return int(low), int(high)
         except Exception as exc:  # noqa: BLE001 - the calculator has unhandled corners
