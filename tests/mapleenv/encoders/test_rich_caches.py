@@ -1,0 +1,141 @@
+"""The rich encoders' caches change nothing: observations are bit-identical to the
+uncached code's.
+
+* Recorded battles (``tests/data/*.jsonl.gz`` and ``tests/data/encoder_pins/``) replayed
+  through ``rich`` and ``rich2`` (one encoder each across all battles, as in an env
+  worker) must give exactly the observations stored in ``encoder_pins/expected.npz``,
+  recorded with the encoders as they were before their per-call caches (commit 33ee176).
+  Regenerate (only when the observation is meant to change) with the code to pin::
+
+      PYTHONPATH=. python tests/mapleenv/encoders/test_rich_caches.py --record
+
+* Real battles on the direct backend (real Node simulator, fixed seeds): at every step the
+  env's long-lived encoder must equal a fresh encoder with every module-level cache
+  cleared, and the damage calculator must give the same rolls for our moves whether it
+  gets the battle's ``Move`` or the encoder's :class:`CalcMove` copy.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # conftest, when run as a script
+from conftest import RECORDED_BATTLES, DirectPokemonEnv, replay_decisions  # noqa: E402
+from poke_env.calc import calculate_damage  # noqa: E402
+
+from mapleenv.actions import move_slots  # noqa: E402
+from mapleenv.encoders.rich import damage, profile, sets, threat  # noqa: E402
+from mapleenv.encoders.rich.encoder import RichEncoder  # noqa: E402
+from mapleenv.encoders.rich.rich2 import Rich2Encoder  # noqa: E402
+
+PINS = Path(__file__).resolve().parents[2] / "data" / "encoder_pins"
+PINNED_BATTLES = sorted(RECORDED_BATTLES) + sorted(PINS.glob("*.jsonl.gz"))
+
+
+def encode_recorded() -> dict[str, np.ndarray]:
+    """``rich`` and ``rich2`` observations of every decision of the pinned battles."""
+    rich, rich2 = RichEncoder(), Rich2Encoder()
+    out: dict[str, list[np.ndarray]] = {"rich": [], "rich2": []}
+    for path in PINNED_BATTLES:
+        pairs, _ = replay_decisions(path, lambda b: (rich.encode(b), rich2.encode(b)))
+        out["rich"] += [v1 for v1, _ in pairs]
+        out["rich2"] += [v2 for _, v2 in pairs]
+    return {name: np.stack(vectors) for name, vectors in out.items()}
+
+
+def test_recorded_battles_encode_exactly_as_pinned() -> None:
+    expected = np.load(PINS / "expected.npz")
+    got = encode_recorded()
+    for name in ("rich", "rich2"):
+        want = expected[name]
+        assert got[name].dtype == want.dtype == np.float32
+        assert got[name].shape == want.shape
+        bad = np.argwhere(got[name] != want)
+        assert not len(bad), f"{name}: {len(bad)} floats differ, first (state, index) {bad[:5]}"
+
+
+def clear_module_caches() -> None:
+    """Forget everything the rich encoders cached outside an encoder instance."""
+    damage._calc_moves.clear()
+    threat._score_data.clear()
+    profile._static_cache.clear()
+    for piece in (
+        profile._identity_part,
+        profile._status_part,
+        profile._item_part,
+        profile._ability_part,
+        profile._attack_types,
+        sets.knowledge,
+    ):
+        piece.cache_clear()
+
+
+class CheckedEncoder(Rich2Encoder):
+    """``rich2`` that also encodes each state uncached and calculates our moves' damage
+    with the battle's own ``Move`` objects, and records any difference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.states = 0
+        self.calcs = 0
+        self.problems: list[str] = []
+
+    def encode(self, battle):  # type: ignore[no-untyped-def]
+        vec = super().encode(battle)
+        clear_module_caches()
+        fresh = Rich2Encoder().encode(battle)
+        self.states += 1
+        if vec.dtype != fresh.dtype or not np.array_equal(vec, fresh):
+            where = np.flatnonzero(vec != fresh)[:5]
+            self.problems.append(f"{battle.battle_tag} turn {battle.turn}: differs at {where}")
+        self._check_calc(battle)
+        return vec
+
+    def _check_calc(self, battle) -> None:  # type: ignore[no-untyped-def]
+        me, opp = battle.active_pokemon, battle.opponent_active_pokemon
+        if me is None or opp is None or opp.stats.get("atk") is None:
+            return  # the calculator needs the defender's stats: only when known
+        for m in move_slots(battle):
+            if type(m) is not damage.Move:
+                continue
+            args = (me.identifier(battle.player_role), opp.identifier(battle.opponent_role))
+            try:
+                want = calculate_damage(*args, m, battle)
+            except Exception as exc:  # noqa: BLE001 - then the copy must fail the same way
+                want = type(exc)
+            try:
+                got = calculate_damage(*args, damage.calc_move(m), battle)
+            except Exception as exc:  # noqa: BLE001
+                got = type(exc)
+            self.calcs += 1
+            if got != want:
+                self.problems.append(f"{battle.battle_tag} {m.id}: {got} != {want}")
+
+
+@pytest.mark.integration
+def test_direct_battles_cached_equals_uncached() -> None:
+    encoder = CheckedEncoder()
+    env = DirectPokemonEnv(opponent="heuristic", encoder=encoder, seed=5)
+    try:
+        rng = np.random.default_rng(5)
+        for _ in range(12):
+            obs, _ = env.reset()
+            while True:
+                action = rng.choice(np.flatnonzero(obs["action_mask"]))
+                obs, _, terminated, truncated, _ = env.step(action)
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
+    assert encoder.problems == []
+    assert encoder.states > 30
+    assert encoder.damage.calls > encoder.states / 2  # the calculator really ran
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
+    np.savez_compressed(PINS / "expected.npz", **encode_recorded())
+    print(f"wrote {PINS / 'expected.npz'}")
