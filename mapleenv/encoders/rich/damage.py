@@ -32,6 +32,7 @@ from poke_env.battle import AbstractBattle, Effect, Move, MoveCategory, Pokemon
 from poke_env.calc import calculate_damage
 
 from mapleenv.encoders.rich import dex, vocab
+from mapleenv.encoders.rich.calcview import CalcBattle, calc_move
 
 logger = logging.getLogger(__name__)
 
@@ -165,79 +166,18 @@ def boost_factor(m: Move, attacker: Pokemon, defender: Pokemon) -> float:
     return factor
 
 
-# ``Move`` properties poke_env.calc reads, each a function of the move's id, generation,
-# Hidden Power override and request target only (GenData look-up, then parsing).
-CALC_MOVE_PROPERTIES = (
-    "entry",
-    "type",
-    "category",
-    "flags",
-    "priority",
-    "n_hit",
-    "base_power",
-    "target",
-    "secondary",
-    "recoil",
-    "ignore_defensive",
-    "breaks_protect",
-)
-
-
-def _memoised(name: str) -> property:
-    compute = getattr(Move, name).fget
-
-    def fget(self: CalcMove) -> Any:
-        memo = self._memo
-        if name in memo:
-            return memo[name]
-        value = memo[name] = compute(self)
-        return value
-
-    return property(fget, doc=f"``Move.{name}``, computed once.")
-
-
-class CalcMove(Move):
-    """A copy of a plain ``Move`` for the calculator: it reads the move's data properties
-    dozens of times a call, each a GenData look-up and parse; here each is computed once
-    (lazily, so errors surface as they would on the original)."""
-
-    __slots__ = ("_memo",)
-
-    def __init__(self, m: Move) -> None:  # noqa: D107 - no Move.__init__: copies the slots
-        for slot in Move.__slots__:
-            setattr(self, slot, getattr(m, slot))
-        self._dynamaxed_move = None
-        self._memo: dict[str, Any] = {}
-
-
-for _name in CALC_MOVE_PROPERTIES:
-    setattr(CalcMove, _name, _memoised(_name))
-
-
-_calc_moves: dict[tuple[Any, ...], Move] = {}
-
-
-def calc_move(m: Move) -> Move:
-    """A shared :class:`CalcMove` for a plain ``Move`` (other kinds pass through)."""
-    if type(m) is not Move:
-        return m
-    key = (m._id, m._gen, m._base_power_override, m._request_target)
-    found = _calc_moves.get(key)
-    if found is None:
-        if len(_calc_moves) > 10_000:
-            _calc_moves.clear()
-        found = _calc_moves[key] = CalcMove(m)
-    return found
-
-
 class DamageEstimator:
     """Min/max damage rolls of a move between the actives of a battle, cached.
 
     :param max_entries: the cache is cleared when it grows past this.
+
+    The calculator reads :mod:`~mapleenv.encoders.rich.calcview` views of the move and the
+    battle (same result, fewer property look-ups) unless ``read_once`` is set to False.
     """
 
     def __init__(self, max_entries: int = 100_000) -> None:
         self.max_entries = max_entries
+        self.read_once = True  # calculator on read-once views (False: the objects as-is)
         self._cache: dict[tuple[Any, ...], tuple[int, int] | None] = {}
         self._contexts: dict[tuple[Any, ...], tuple[int]] = {}
         self._context_ids = 0
@@ -328,12 +268,11 @@ class DamageEstimator:
                 mon.boosts = dict(ZERO_BOOSTS)
         start = time.perf_counter_ns()
         try:
-            low, high = calculate_damage(
-                attacker.identifier(attacker_role),
-                defender.identifier(defender_role),
-                calc_move(m),
-                battle,
-            )
+            ids = attacker.identifier(attacker_role), defender.identifier(defender_role)
+            if self.read_once:
+                low, high = calculate_damage(*ids, calc_move(m), CalcBattle(battle))  # type: ignore[arg-type]
+            else:
+                low, high = calculate_damage(*ids, m, battle)
             return int(low), int(high)
         except Exception as exc:  # noqa: BLE001 - the calculator has unhandled corners
             self.failures += 1
