@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from poke_env.battle import AbstractBattle, Pokemon, PokemonType, SideCondition
+from poke_env.battle import AbstractBattle, Move, Pokemon, PokemonType, SideCondition
 from poke_env.battle import Status as St
 from poke_env.data import GenData
 
@@ -40,6 +40,20 @@ def move_static(gen: int, move_id: str) -> tuple[np.ndarray, PokemonType | None,
             logger.debug("no move data for %r; encoded as an empty move", move_id)
             found = _EMPTY_STATIC
         _static_cache[key] = found
+    return found
+
+
+_max_pp: dict[tuple[int, str, bool], int] = {}
+
+
+def move_max_pp(m: Move) -> int:
+    """``m.max_pp``, cached per move id for plain moves (a GenData look-up each time)."""
+    if type(m) is not Move:
+        return m.max_pp
+    key = (m._gen, m._id, m._from_transform)
+    found = _max_pp.get(key)
+    if found is None:
+        found = _max_pp[key] = m.max_pp
     return found
 
 

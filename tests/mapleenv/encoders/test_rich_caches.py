@@ -61,6 +61,8 @@ def clear_module_caches() -> None:
     calcview._calc_moves.clear()
     threat._score_data.clear()
     profile._static_cache.clear()
+    profile._max_pp.clear()
+    sets._summaries.clear()
     for piece in (
         profile._identity_part,
         profile._status_part,
