@@ -15,6 +15,9 @@ budget, so its results are cached and reused while nothing it reads has changed:
   Moves whose power or category depends on boosts (Stored Power, Punishment, Photon
   Geyser, Tera Blast) run with the real boosts and keep them in their key.
 
+Each call that remains reads :mod:`~mapleenv.encoders.rich.calcview` views of the move
+and the battle, which compute each property the calculator reads once (same rolls).
+
 The calculator needs every stat of both Pokémon; opponents' stats are unknown, so they
 are estimated (:func:`mapleenv.encoders.rich.dex.estimated_stats`: random-battle EVs/IVs,
 neutral nature, the level Showdown shows). Estimated stats and zeroed boosts are set on
