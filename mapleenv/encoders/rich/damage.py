@@ -15,6 +15,9 @@ budget, so its results are cached and reused while nothing it reads has changed:
   Moves whose power or category depends on boosts (Stored Power, Punishment, Photon
   Geyser, Tera Blast) run with the real boosts and keep them in their key.
 
+Each call that remains reads :mod:`~mapleenv.encoders.rich.calcview` views of the move
+and the battle, which compute each property the calculator reads once (same rolls).
+
 The calculator needs every stat of both Pokémon; opponents' stats are unknown, so they
 are estimated (:func:`mapleenv.encoders.rich.dex.estimated_stats`: random-battle EVs/IVs,
 neutral nature, the level Showdown shows). Estimated stats and zeroed boosts are set on
@@ -32,6 +35,7 @@ from poke_env.battle import AbstractBattle, Effect, Move, MoveCategory, Pokemon
 from poke_env.calc import calculate_damage
 
 from mapleenv.encoders.rich import dex, vocab
+from mapleenv.encoders.rich.calcview import CalcBattle, calc_move
 
 logger = logging.getLogger(__name__)
 
@@ -169,10 +173,14 @@ class DamageEstimator:
     """Min/max damage rolls of a move between the actives of a battle, cached.
 
     :param max_entries: the cache is cleared when it grows past this.
+
+    The calculator reads :mod:`~mapleenv.encoders.rich.calcview` views of the move and the
+    battle (same result, fewer property look-ups) unless ``read_once`` is set to False.
     """
 
     def __init__(self, max_entries: int = 100_000) -> None:
         self.max_entries = max_entries
+        self.read_once = True  # calculator on read-once views (False: the objects as-is)
         self._cache: dict[tuple[Any, ...], tuple[int, int] | None] = {}
         self._contexts: dict[tuple[Any, ...], tuple[int]] = {}
         self._context_ids = 0
@@ -263,9 +271,11 @@ class DamageEstimator:
                 mon.boosts = dict(ZERO_BOOSTS)
         start = time.perf_counter_ns()
         try:
-            low, high = calculate_damage(
-                attacker.identifier(attacker_role), defender.identifier(defender_role), m, battle
-            )
+            ids = attacker.identifier(attacker_role), defender.identifier(defender_role)
+            if self.read_once:
+                low, high = calculate_damage(*ids, calc_move(m), CalcBattle(battle))  # type: ignore[arg-type]
+            else:
+                low, high = calculate_damage(*ids, m, battle)
             return int(low), int(high)
         except Exception as exc:  # noqa: BLE001 - the calculator has unhandled corners
             self.failures += 1

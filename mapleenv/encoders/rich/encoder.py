@@ -51,6 +51,7 @@ from mapleenv.encoders.rich.damage import DamageEstimator, current_hp
 from mapleenv.encoders.rich.profile import (
     VOLATILE_CODES,
     effective_speed,
+    move_max_pp,
     move_static,
     pokemon_profile,
     request_tera_types,
@@ -75,6 +76,9 @@ _OFF = layout.OFFSETS
 _MOVE_STATIC = _M["base_power"]  # moves block: static per move id from here on
 _PROFILE = _P["level"]  # pokemon block: cached per-Pokémon profile from here on
 _TEAM = layout.TEAM_SIZE
+_MON_WIDTH = _WIDTH["own_team"]
+_PRESENT, _ACTIVE, _FAINTED, _HP = _P["present"], _P["active"], _P["fainted"], _P["hp"]
+_OFFENSE, _DEFENSE = _P["offense"], _P["defense"]
 
 
 def current_types(mon: Pokemon) -> tuple[PokemonType, ...]:
@@ -161,10 +165,10 @@ class RichEncoder:
         opponent: bool,
         tera: PokemonType | None = None,
     ) -> None:
-        out[o + _P["present"]] = 1.0
-        out[o + _P["active"]] = bool(mon.active)
+        out[o + _PRESENT] = 1.0
+        out[o + _ACTIVE] = bool(mon.active)
         hp = mon.current_hp_fraction
-        out[o + _P["hp"]] = min(max(hp, 0.0), 1.0)
+        out[o + _HP] = min(max(hp, 0.0), 1.0)
         types = current_types(mon)
         bs = mon.base_stats
         tera_type = mon.tera_type or tera
@@ -192,12 +196,12 @@ class RichEncoder:
                 self._profiles.clear()
             self._profiles[key] = profile
         vector, attack_types = profile
-        out[o + _PROFILE : o + _WIDTH["own_team"]] = vector
+        out[o + _PROFILE : o + _MON_WIDTH] = vector
         if mon.fainted:
-            out[o + _P["fainted"]] = 1.0
+            out[o + _FAINTED] = 1.0
         elif other_types:
-            out[o + _P["offense"]] = dex.best_effectiveness(gen, attack_types, other_types)
-            out[o + _P["defense"]] = dex.best_effectiveness(gen, other_types, types)
+            out[o + _OFFENSE] = dex.best_effectiveness(gen, attack_types, other_types)
+            out[o + _DEFENSE] = dex.best_effectiveness(gen, other_types, types)
 
     @staticmethod
     def _active(out: np.ndarray, o: int, mon: Pokemon) -> None:
@@ -248,7 +252,7 @@ class RichEncoder:
             static, mtype, damaging = move_static(gen, m.id)
             out[o + _M["present"]] = 1.0
             out[o + _MOVE_STATIC : o + width] = static
-            max_pp = m.max_pp
+            max_pp = move_max_pp(m)
             out[o + _M["pp"]] = min(max(m.current_pp / max_pp, 0.0), 1.0) if max_pp > 0 else 0.0
             out[o + _M["stab"]] = damaging and mtype is not None and mtype._value_ in stab_codes
             if opp is None:

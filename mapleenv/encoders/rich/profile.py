@@ -4,10 +4,11 @@ speed and Tera types from the request (used by ``RichEncoder``)."""
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from poke_env.battle import AbstractBattle, Pokemon, PokemonType, SideCondition
+from poke_env.battle import AbstractBattle, Move, Pokemon, PokemonType, SideCondition
 from poke_env.battle import Status as St
 from poke_env.data import GenData
 
@@ -39,6 +40,20 @@ def move_static(gen: int, move_id: str) -> tuple[np.ndarray, PokemonType | None,
             logger.debug("no move data for %r; encoded as an empty move", move_id)
             found = _EMPTY_STATIC
         _static_cache[key] = found
+    return found
+
+
+_max_pp: dict[tuple[int, str, bool], int] = {}
+
+
+def move_max_pp(m: Move) -> int:
+    """``m.max_pp``, cached per move id for plain moves (a GenData look-up each time)."""
+    if type(m) is not Move:
+        return m.max_pp
+    key = (m._gen, m._id, m._from_transform)
+    found = _max_pp.get(key)
+    if found is None:
+        found = _max_pp[key] = m.max_pp
     return found
 
 
@@ -81,7 +96,10 @@ def effective_speed(mon: Pokemon, stat: int | None, side: dict[SideCondition, in
 
 
 def pokemon_profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType, ...]]:
-    """A Pokémon's cached block tail (``level`` onwards) and the types it attacks with."""
+    """A Pokémon's cached block tail (``level`` onwards) and the types it attacks with.
+
+    Built from pieces cached on the few inputs each reads (a new status, item or revealed
+    move then costs one small piece, not the whole tail)."""
     (
         gen,
         _,
@@ -97,40 +115,94 @@ def pokemon_profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType
         moves,
         opponent,
     ) = key
-    types = tuple(_TYPE_BY_CODE[c] for c in type_codes)
-    tera = _TERA_BY_CODE.get(tera_code)
-    status = _STATUS_BY_CODE.get(status_code)
-    v = np.zeros(_WIDTH["own_team"] - _PROFILE, np.float32)
+    v = np.concatenate(
+        (
+            _identity_part(level, type_codes, tera_code, terastallized, base_stats),
+            _status_part(status_code, counter),
+            _item_part(item),
+            _ability_part(ability),
+        )
+    )
+    return v, _attack_types(gen, type_codes, moves, opponent)
 
-    def at(name: str) -> int:
-        return _P[name] - _PROFILE
 
-    v[at("level")] = min(level, 100) / 100.0
-    for t in types:
+def _at(name: str) -> int:
+    return _P[name] - _PROFILE
+
+
+_STATUS_START, _ITEM_START, _ABILITY_START = _at("status"), _at("item_known"), _at("ability_known")
+_PIECES = 4096  # entries per piece cache
+
+
+@lru_cache(maxsize=_PIECES)
+def _identity_part(
+    level: int,
+    type_codes: tuple[int, ...],
+    tera_code: int,
+    terastallized: bool,
+    base_stats: tuple[int, ...],
+) -> np.ndarray:
+    """Features ``level`` .. ``base_stats``."""
+    v = np.zeros(_STATUS_START, np.float32)
+    v[_at("level")] = min(level, 100) / 100.0
+    for t in (_TYPE_BY_CODE[c] for c in type_codes):
         k = vocab.TYPE_INDEX.get(t)
         if k is not None:
-            v[at("types") + k] = 1.0
+            v[_at("types") + k] = 1.0
+    tera = _TERA_BY_CODE.get(tera_code)
     if tera in vocab.TERA_INDEX:
-        v[at("tera_type") + vocab.TERA_INDEX[tera]] = 1.0
-        v[at("tera_known")] = 1.0
-    v[at("terastallized")] = terastallized
-    k = at("base_stats")
+        v[_at("tera_type") + vocab.TERA_INDEX[tera]] = 1.0
+        v[_at("tera_known")] = 1.0
+    v[_at("terastallized")] = terastallized
+    k = _at("base_stats")
     v[k : k + 6] = np.minimum(np.asarray(base_stats, np.float32) / 255.0, 1.0)
+    return v
+
+
+@lru_cache(maxsize=_PIECES)
+def _status_part(status_code: int, counter: int) -> np.ndarray:
+    """Features ``status`` and ``status_turns``."""
+    v = np.zeros(_ITEM_START - _STATUS_START, np.float32)
+    status = _STATUS_BY_CODE.get(status_code)
     if status is not None and status is not St.FNT:
-        v[at("status") + vocab.STATUS_INDEX[status]] = 1.0
-        v[at("status_turns")] = min(counter, 8) / 8.0
+        v[_at("status") - _STATUS_START + vocab.STATUS_INDEX[status]] = 1.0
+        v[_at("status_turns") - _STATUS_START] = min(counter, 8) / 8.0
+    return v
+
+
+@lru_cache(maxsize=_PIECES)
+def _item_part(item: str | None) -> np.ndarray:
+    """Features ``item_known`` .. ``item_flags``."""
+    v = np.zeros(_ABILITY_START - _ITEM_START, np.float32)
     if item != UNKNOWN_ITEM:
-        v[at("item_known")] = 1.0
+        v[_at("item_known") - _ITEM_START] = 1.0
         if not item:
-            v[at("item_none")] = 1.0
+            v[_at("item_none") - _ITEM_START] = 1.0
         else:
             k = vocab.ITEM_INDEX.get(item)
             if k is None:
                 k = vocab.BERRY_INDEX if item.endswith("berry") else vocab.OTHER_ITEM
-            v[at("item_flags") + k] = 1.0
+            v[_at("item_flags") - _ITEM_START + k] = 1.0
+    return v
+
+
+@lru_cache(maxsize=_PIECES)
+def _ability_part(ability: str | None) -> np.ndarray:
+    """Features ``ability_known`` and ``ability_flags``."""
+    v = np.zeros(_WIDTH["own_team"] - _PROFILE - _ABILITY_START, np.float32)
     if ability:
-        v[at("ability_known")] = 1.0
-        v[at("ability_flags") + vocab.ABILITY_INDEX.get(ability, vocab.OTHER_ABILITY)] = 1.0
+        v[_at("ability_known") - _ABILITY_START] = 1.0
+        k = _at("ability_flags") - _ABILITY_START
+        v[k + vocab.ABILITY_INDEX.get(ability, vocab.OTHER_ABILITY)] = 1.0
+    return v
+
+
+@lru_cache(maxsize=_PIECES)
+def _attack_types(
+    gen: int, type_codes: tuple[int, ...], moves: tuple[str, ...], opponent: bool
+) -> tuple[PokemonType, ...]:
+    """The types a Pokémon attacks with: its known damaging moves' (an opponent with none
+    revealed: its own types)."""
     attack = [
         t
         for move_id in moves[:4]
@@ -138,5 +210,5 @@ def pokemon_profile(key: tuple[Any, ...]) -> tuple[np.ndarray, tuple[PokemonType
         if damaging and t is not None
     ]
     if opponent and not moves:
-        attack = list(types)
-    return v, tuple(dict.fromkeys(attack))
+        attack = [_TYPE_BY_CODE[c] for c in type_codes]
+    return tuple(dict.fromkeys(attack))

@@ -16,7 +16,7 @@ from mapleenv.actions import move_slots
 from mapleenv.encoders.rich import layout
 from mapleenv.encoders.rich.encoder import RichEncoder
 from mapleenv.encoders.rich.futility import Futility, move_futility
-from mapleenv.encoders.rich.sets import set_knowledge
+from mapleenv.encoders.rich.sets import set_summary
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +45,10 @@ class Rich2Encoder(RichEncoder):
         opp_active = battle.opponent_active_pokemon
         active_abilities: tuple[str, ...] = ()
         for i, mon in enumerate(list(battle.opponent_team.values())[: layout.TEAM_SIZE]):
-            known = set_knowledge(gen, mon)
-            out[base + i * width : base + (i + 1) * width] = known.vector()
+            vector, abilities = set_summary(gen, mon)
+            out[base + i * width : base + (i + 1) * width] = vector
             if mon is opp_active:
-                active_abilities = known.abilities
+                active_abilities = abilities
         base, width = LAYOUT.offsets["move_futility"], _FUTILITY.width
         if battle.active_pokemon is None:
             return out

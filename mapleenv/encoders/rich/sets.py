@@ -140,3 +140,26 @@ def set_knowledge(gen: int, mon: Pokemon) -> SetKnowledge:
         mon.ability or None,
         mon.tera_type if mon.is_terastallized else None,
     )
+
+
+_summaries: dict[tuple[object, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
+
+
+def set_summary(gen: int, mon: Pokemon) -> tuple[np.ndarray, tuple[str, ...]]:
+    """(``vector()``, ``abilities``) of :func:`set_knowledge`, cached on the same inputs.
+    The vector is shared: copy it, never modify it."""
+    key = (
+        gen,
+        mon.species,
+        mon.base_species,
+        frozenset(mon.moves),
+        mon.ability or None,
+        mon.tera_type if mon.is_terastallized else None,
+    )
+    found = _summaries.get(key)
+    if found is None:
+        known = knowledge(*key)  # type: ignore[arg-type]
+        if len(_summaries) > 50_000:
+            _summaries.clear()
+        found = _summaries[key] = (known.vector(), known.abilities)
+    return found

@@ -22,6 +22,22 @@ _T = layout.Block("threat", 1, layout.THREAT, "").offsets
 THREAT_CLOSE = 0.75
 
 
+_score_data: dict[tuple[int, str], tuple[PokemonType, int, bool]] = {}
+
+
+def score_data(m: Move) -> tuple[PokemonType, int, bool]:
+    """(type, base power or 60, physical) of ``m``; cached per move id for plain moves
+    (each property is a GenData look-up and parse)."""
+    plain = type(m) is Move and m._base_power_override is None
+    key = (m.gen, m.id)
+    found = _score_data.get(key) if plain else None
+    if found is None:
+        found = (m.type, m.base_power or 60, m.category is MoveCategory.PHYSICAL)
+        if plain:
+            _score_data[key] = found
+    return found
+
+
 class ThreatEstimator:
     """Writes the threat block. ``calcs``: at most this many of the opponent's candidate
     moves (ranked by base power x STAB x type multiplier x stat ratio) go through the
@@ -68,9 +84,7 @@ class ThreatEstimator:
         ours = me.stats if me.stats.get("def") else dex.estimated_stats(gen, me.species, me.level)
 
         def score(m: Move) -> float:
-            t = m.type
-            power = m.base_power or 60
-            physical = m.category is MoveCategory.PHYSICAL
+            t, power, physical = score_data(m)
             ratio = (
                 theirs["atk"] / max(ours["def"] or 1, 1)
                 if physical
