@@ -18,14 +18,10 @@ from poke_env.player.player import Player
 logger = logging.getLogger(__name__)
 
 _IGNORED = Player.MESSAGES_TO_IGNORE
-# Line kinds that are not simply handed to ``battle.parse_message`` (see ``feed_lines``).
-_NOT_PARSED = frozenset({"win", "tie", "error", "bigerror", "request"}) | frozenset(_IGNORED)
 
 
 def player_view(update: str, side: str) -> list[str]:
     """Lines of a simulator ``update`` message as player ``side`` ("p1"/"p2") sees them."""
-    if "|split|" not in update:
-        return [line for line in update.split("\n") if line]
     lines = update.split("\n")
     view: list[str] = []
     i = 0
@@ -49,14 +45,13 @@ def player_view(update: str, side: str) -> list[str]:
 def feed_lines(battle: AbstractBattle, lines: Iterable[str]) -> list[str]:
     """Apply battle-log lines to ``battle`` as poke-env's Player does; return error texts."""
     errors: list[str] = []
-    parse_message = battle.parse_message
     for line in lines:
         split_message = line.split("|")
         if len(split_message) == 1:
             continue
         kind = split_message[1]
-        if kind not in _NOT_PARSED:  # most lines: one set lookup, not a chain of tests
-            parse_message(split_message)
+        if kind == "":
+            battle.parse_message(split_message)
         elif kind in _IGNORED:
             continue
         elif kind == "win":
@@ -69,6 +64,8 @@ def feed_lines(battle: AbstractBattle, lines: Iterable[str]) -> list[str]:
             logger.warning("bigerror in %s: %s", battle.battle_tag, line)
         elif kind == "request":
             apply_request(battle, split_message[2])
+        else:
+            battle.parse_message(split_message)
     return errors
 
 
