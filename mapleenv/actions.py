@@ -29,6 +29,7 @@ with fixed teams) is not an action either: a Maple policy keeps its team's order
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -74,18 +75,30 @@ def _action_of(
     order: SingleBattleOrder, team_index: dict[int, int], slot_index: dict[str, int]
 ) -> int | None:
     target = order.order
-    if isinstance(target, Pokemon):
-        return team_index.get(id(target))
     if isinstance(target, Move):
         slot = slot_index.get(target.id)
         if slot is None:
             return None
-        offset = 0
-        for flag, value in _GIMMICK_OFFSET.items():
-            if getattr(order, flag):
-                offset = value
+        # the last gimmick flag set wins, in _GIMMICK_OFFSET's order
+        if order.terastallize:
+            offset = _GIMMICK_OFFSET["terastallize"]
+        elif order.dynamax:
+            offset = _GIMMICK_OFFSET["dynamax"]
+        elif order.z_move:
+            offset = _GIMMICK_OFFSET["z_move"]
+        elif order.mega:
+            offset = _GIMMICK_OFFSET["mega"]
+        else:
+            offset = 0
         return NUM_SWITCHES + slot + offset
+    if isinstance(target, Pokemon):
+        return team_index.get(id(target))
     return None
+
+
+@functools.cache
+def _space_size(gen: int) -> int:
+    return action_space_size(gen)
 
 
 def legal_actions(battle: Battle) -> dict[int, BattleOrder]:
@@ -96,7 +109,7 @@ def legal_actions(battle: Battle) -> dict[int, BattleOrder]:
     slot_index: dict[str, int] = {}
     for i, move in enumerate(move_slots(battle)):
         slot_index.setdefault(move.id, i)
-    size = action_space_size(battle.gen)
+    size = _space_size(battle.gen)
     actions: dict[int, BattleOrder] = {}
     for order in battle.valid_orders:
         if isinstance(order, DefaultBattleOrder):

@@ -37,23 +37,30 @@ class SimHostError(RuntimeError):
 
 
 class _Channel:
-    """Request/reply framing of the host protocol over a pair of file descriptors."""
+    """Request/reply framing of the host protocol over a pair of file descriptors.
+
+    Every read is cut into its complete frames at once (one decode and one split per
+    read, not per frame); the incomplete tail waits in ``_buffer``.
+    """
 
     timeout: float
     _in_fd: int
     _out_fd: int
     _buffer: bytes = b""
+    _frames: list[str] | tuple[str, ...] = ()  # complete frames read, not yet returned
+    _next: int = 0  # index of the next frame to return
 
     def send(self, bid: str, lines: list[str]) -> list[tuple[str, str]]:
         """Write ``lines`` for battle ``bid``; return the messages they produced, in order."""
-        payload = "".join(f"{bid} {line}\n" for line in lines).encode()
+        payload = "".join([f"{bid} {line}\n" for line in lines]).encode()
         try:
             os.write(self._in_fd, payload)
         except OSError as err:
             raise self._died() from err
         messages: list[tuple[str, str]] = []
         acks = 0
-        while acks < len(lines):
+        expected = len(lines)
+        while acks < expected:
             frame_bid, kind, data = self._next_frame(bid)
             if frame_bid != bid:
                 raise SimHostError(f"simulator host replied for battle {frame_bid}, expected {bid}")
@@ -66,7 +73,18 @@ class _Channel:
         return messages
 
     def _next_frame(self, waiting_for: str) -> tuple[str, str, str]:
-        end = self._buffer.find(b"\n\n")
+        if self._next >= len(self._frames):
+            self._read_frames(waiting_for)
+        frame = self._frames[self._next]
+        self._next += 1
+        frame_bid, _, rest = frame.partition("\n")
+        kind, _, data = rest.partition("\n")
+        return frame_bid, kind, data
+
+    def _read_frames(self, waiting_for: str) -> None:
+        """Read until at least one frame is complete; queue every complete frame."""
+        buffer = self._buffer
+        end = buffer.rfind(b"\n\n")
         while end < 0:
             if not select.select([self._out_fd], [], [], self.timeout)[0]:
                 raise SimHostError(
@@ -78,13 +96,12 @@ class _Channel:
                 raise self._died() from err
             if not chunk:
                 raise self._died()
-            self._buffer += chunk
-            end = self._buffer.find(b"\n\n")
-        frame = self._buffer[:end].decode()
-        self._buffer = self._buffer[end + 2 :]
-        frame_bid, _, rest = frame.partition("\n")
-        kind, _, data = rest.partition("\n")
-        return frame_bid, kind, data
+            buffer += chunk
+            end = buffer.rfind(b"\n\n")
+        # "\n\n" ends a frame and never occurs inside one (sim_host.js)
+        self._frames = buffer[:end].decode().split("\n\n")
+        self._next = 0
+        self._buffer = buffer[end + 2 :]
 
     def _died(self) -> SimHostError:
         raise NotImplementedError

@@ -9,7 +9,7 @@ the way ``poke_env.player.Player._handle_battle_message`` does (``feed_lines``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import orjson
 from poke_env.battle.abstract_battle import AbstractBattle
@@ -70,10 +70,16 @@ def feed_lines(battle: AbstractBattle, lines: Iterable[str]) -> list[str]:
 
 
 def absorb(
-    battles: Mapping[str, AbstractBattle], replies: Iterable[tuple[str, str]]
+    battles: Mapping[str, AbstractBattle],
+    replies: Iterable[tuple[str, str]],
+    requests_only: Collection[str] = (),
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """Apply simulator messages to each side's battle: every log first, requests last.
 
+    A side in ``requests_only`` gets its requests, errors, the format and the battle's
+    end (:func:`_request_player_lines`) but not the rest of the battle log: for a player
+    that reads only what the requests set (``valid_orders``), parsing its view of the log
+    would be wasted work.
     Returns the sides that received a request (in order) and the ``(side, text)`` of
     ``|error|`` lines sent to a side (rejected choices).
     """
@@ -82,7 +88,11 @@ def absorb(
     for kind, data in replies:
         if kind == "update":
             for side, battle in battles.items():
-                for error in feed_lines(battle, player_view(data, side)):
+                if side in requests_only:
+                    lines = _request_player_lines(data)
+                else:
+                    lines = player_view(data, side)
+                for error in feed_lines(battle, lines):
                     logger.warning("%s %s: %s", battle.battle_tag, side, error)
         elif kind == "sideupdate":
             side, _, body = data.partition("\n")
@@ -96,6 +106,19 @@ def absorb(
         if side in battles:
             apply_request(battles[side], payload)
     return [side for side, _ in requests], errors
+
+
+def _request_player_lines(update: str) -> list[str]:
+    """The lines of an update a requests-only side still gets: the format (``|tier|``,
+    read by poke-env's team preview) and the battle's end (``|win|``, ``|tie``); all are
+    public lines, never split."""
+    if "|win|" not in update and "|tie" not in update:
+        return []
+    return [
+        line
+        for line in update.split("\n")
+        if line.startswith(("|win|", "|tier|")) or line == "|tie"
+    ]
 
 
 def apply_request(battle: AbstractBattle, request_json: str) -> None:

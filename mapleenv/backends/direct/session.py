@@ -19,6 +19,7 @@ from typing import Any
 from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.battle.battle import Battle
 from poke_env.data import GenData
+from poke_env.player.baselines import RandomPlayer
 from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 
@@ -29,6 +30,13 @@ from mapleenv.backends.direct.protocol import absorb
 logger = logging.getLogger(__name__)
 
 SIDES = ("p1", "p2")
+
+# Opponent types whose choices read only what the requests set in their battle:
+# ``RandomPlayer`` picks from ``battle.valid_orders`` (and, at team preview, shuffles
+# ``battle.team``). Their battle gets no battle log (``absorb``'s ``requests_only``), which
+# saves parsing a second view of every update; the choices stay the same
+# (tests/mapleenv/backends/test_direct_opponent_view.py). Exact types: a subclass may read more.
+REQUESTS_ONLY_PLAYERS: frozenset[type] = frozenset({RandomPlayer})
 
 
 def order_to_choice(order: BattleOrder | str) -> str:
@@ -79,6 +87,7 @@ class DirectBattle:
         }
         self._teams = {"p1": agent_team, "p2": opponent_team}
         self._needs_choice = {"p1": False, "p2": False}
+        self._requests_only = ("p2",) if type(opponent) in REQUESTS_ONLY_PLAYERS else ()
         self.invalid_choices = {"p1": 0, "p2": 0}
         self.record = record
         self.input_log: list[str] = []
@@ -92,6 +101,8 @@ class DirectBattle:
 
     @property
     def opponent_battle(self) -> Battle:
+        """The opponent's (p2) battle; for a requests-only opponent (``REQUESTS_ONLY_PLAYERS``)
+        it holds what the requests and the battle's end set, not the log's state."""
         return self.battles["p2"]
 
     @property
@@ -227,7 +238,7 @@ class DirectBattle:
     def _absorb(self, replies: list[tuple[str, str]]) -> None:
         if any(kind == "end" for kind, _ in replies):
             self._ended = True
-        requested, errors = absorb(self.battles, replies)
+        requested, errors = absorb(self.battles, replies, self._requests_only)
         for side in requested:
             battle = self.battles[side]
             self._needs_choice[side] = not battle.finished and not _is_wait(battle)
