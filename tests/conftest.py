@@ -216,9 +216,18 @@ def synthetic_battle(
 _HEAVY = ("integration", "slow", "ray")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts no real process (not marked integration, slow or ray) is a
-    ``unit`` test: ``make test-fast`` runs those (``-m unit``)."""
+    ``unit`` test: ``make test-fast`` runs those (``-m unit``). A test given its backend
+    as a parameter is ``pinned_backend`` (the CI's server pass leaves it out: it ran both
+    already). Ray tests share one xdist group: with ``-n 2 --dist loadgroup`` (``make
+    test``) they run one after another, never two local Ray instances at once."""
     for item in items:
         if not any(item.get_closest_marker(name) for name in _HEAVY):
             item.add_marker(pytest.mark.unit)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "backend" in callspec.params:
+            item.add_marker(pytest.mark.pinned_backend)
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))

@@ -25,15 +25,21 @@ def _columns(run_dir: Path) -> tuple[list[str], int]:
     return rows[0], len(rows) - 1
 
 
-def _sim_hosts() -> set[int]:
-    """PIDs of live direct-backend simulator hosts of this checkout (``node
-    <ROOT>/mapleenv/js/sim_host.js``): other checkouts' hosts on a shared machine do not count."""
-    script = str(ROOT / "mapleenv" / "js" / "sim_host.js")
-    return {
-        proc.pid
-        for proc in psutil.process_iter(["cmdline"])
-        if script in (proc.info["cmdline"] or ())
-    }
+def _sim_hosts(tag: str) -> set[int]:
+    """PIDs of live direct-backend simulator hosts (``node .../sim_host.js``) started under
+    the run that set ``MAPLE_TEST_TAG=tag`` (Ray's workers and their children inherit the
+    driver's environment): other tests' hosts, on another pytest-xdist worker or another
+    checkout, do not count."""
+    pids = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        if not any(part.endswith("sim_host.js") for part in proc.info["cmdline"] or ()):
+            continue
+        try:
+            if proc.environ().get("MAPLE_TEST_TAG") == tag and proc.status() != "zombie":
+                pids.add(proc.pid)
+        except psutil.Error:
+            continue
+    return pids
 
 
 def _node_processes_under(directory: Path) -> list[int]:
@@ -54,8 +60,7 @@ def test_cli_smoke_experiment_on_two_ray_shards(tmp_path, backend):
     """The documented override end to end, in a fresh process with its own local Ray:
     each shard starts its own simulator host or Showdown server (in its own log dir) and
     stops it."""
-    env = {**os.environ, "RAY_ADDRESS": ""}
-    hosts_before = _sim_hosts()
+    env = {**os.environ, "RAY_ADDRESS": "", "MAPLE_TEST_TAG": str(tmp_path)}
     cmd = [
         sys.executable,
         "-m",
@@ -82,4 +87,4 @@ def test_cli_smoke_experiment_on_two_ray_shards(tmp_path, backend):
         for shard in ("shard0", "shard1"):
             assert list((tmp_path / "showdown" / shard).glob("showdown-*.log")), shard
     assert _node_processes_under(tmp_path) == []  # the shards stopped their servers
-    assert _sim_hosts() <= hosts_before  # ... and their simulator hosts
+    assert _sim_hosts(str(tmp_path)) == set()  # ... and their simulator hosts
