@@ -23,10 +23,8 @@ the exit code is 1 when a check failed. Faults are only injected while the run i
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
-import os
 import random
 import signal
 import subprocess
@@ -39,87 +37,18 @@ from typing import Any
 
 import psutil
 
-from mapleenv.measure import process_role
+from trainer.run.probe import (
+    alive,
+    check_checkpoint,
+    last_iteration,
+    left_running,
+    metrics_rows,
+    processes_by_role,
+    sim_dirs_of,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ("kill_simulator", "stop_simulator", "kill_worker", "stop_worker")
-SIM_DIR_PREFIX = "maple-sim-"  # mapleenv.backends.direct.pool.DIR_PREFIX
-
-
-def processes(trainer_pid: int) -> dict[str, list[psutil.Process]]:
-    """The run's processes by role: ``trainer``, ``env_worker``, ``sim_host``, ``server``
-    (stopped ones included, zombies not)."""
-    out: dict[str, list[psutil.Process]] = {}
-    try:
-        trainer = psutil.Process(trainer_pid)
-        found = [trainer, *trainer.children(recursive=True)]
-    except psutil.Error:
-        return out
-    for process in found:
-        kind = process_role(process, trainer_pid)
-        try:
-            if kind is None or process.status() == psutil.STATUS_ZOMBIE:
-                continue
-        except psutil.Error:
-            continue
-        out.setdefault(kind, []).append(process)
-    return out
-
-
-def alive(process: psutil.Process) -> bool:
-    """Running (the same process, not a reused pid) and not a zombie."""
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def metrics_rows(run_dir: Path) -> list[dict[str, str]]:
-    """The run's ``metrics.csv`` rows (none yet: empty)."""
-    try:
-        with (run_dir / "metrics.csv").open(newline="") as f:
-            return list(csv.DictReader(f))
-    except OSError:
-        return []
-
-
-def last_iteration(run_dir: Path) -> int:
-    """The last iteration ``metrics.csv`` logged (0: none)."""
-    rows = metrics_rows(run_dir)
-    try:
-        return int(rows[-1]["iteration"]) if rows else 0
-    except (KeyError, ValueError):
-        return 0
-
-
-def check_checkpoint(run_dir: Path) -> dict[str, Any]:
-    """Load ``last.pt`` and rebuild its policy: its global_step and iteration, or the error."""
-    from mapleenv.policies import policy_from_snapshot
-    from trainer.run.checkpoint import load_checkpoint
-
-    try:
-        ckpt = load_checkpoint(run_dir)
-        policy_from_snapshot(ckpt)
-    except Exception as exc:  # reported in the JSON: a failed check, not a crash
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    return {
-        "ok": True,
-        "global_step": int(ckpt["global_step"]),
-        "iteration": int(ckpt["iteration"]),
-    }
-
-
-def sim_dirs_of(pids: set[int]) -> set[Path]:
-    """Simulator socket dirs (``maple-sim-*``) made by one of ``pids``."""
-    out = set()
-    for directory in Path(tempfile.gettempdir()).glob(f"{SIM_DIR_PREFIX}*"):
-        try:
-            owner = int((directory / "owner").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-        if owner in pids:
-            out.add(directory)
-    return out
 
 
 @dataclass
@@ -198,7 +127,7 @@ class Chaos:
         return segment
 
     def track(self, segment: Segment) -> dict[str, list[psutil.Process]]:
-        found = processes(segment.proc.pid)
+        found = processes_by_role(segment.proc.pid)
         for group in found.values():
             for process in group:
                 try:
@@ -352,24 +281,10 @@ class Chaos:
 
     # -- report
     def leftovers(self) -> list[dict[str, Any]]:
-        """Processes of the run still running after its end (waited for up to 30 s): every
-        process seen below a trainer, and any process naming the run dir or a simulator
-        socket dir of the run (one started between two looks)."""
-        _, still = psutil.wait_procs([p for p in self.seen.values() if alive(p)], timeout=30)
+        """Processes of the run still running after its end: every process seen below a
+        trainer, and any process naming the run dir or a simulator socket dir of the run."""
         marks = [str(self.run_dir), *(str(d) for d in self.sim_dirs)]
-        me = {os.getpid(), *(p.pid for p in psutil.Process().parents())}  # whoever ran us
-        for process in psutil.process_iter(["cmdline"]):
-            cmdline = " ".join(process.info["cmdline"] or ())
-            if process.pid not in me and any(mark in cmdline for mark in marks):
-                still.append(process)
-        left = {}
-        for process in still:
-            if alive(process):
-                try:
-                    left[process.pid] = " ".join(process.cmdline())[:200]
-                except psutil.Error:
-                    continue
-        return [{"pid": pid, "cmdline": cmdline} for pid, cmdline in sorted(left.items())]
+        return left_running(list(self.seen.values()), marks)
 
     def report(self) -> dict[str, Any]:
         final = self.segments[-1]
@@ -437,67 +352,48 @@ class Chaos:
         }
 
 
-def main(argv: list[str] | None = None) -> int:
+# the numeric options: flag, type, default, help
+NUMBERS = (
+    ("--minutes", float, 30.0, "time to inject faults"),
+    ("--seed", int, 0, "seed of the fault schedule"),
+    ("--faults-per-minute", float, 1.0, "mean fault rate"),
+    ("--min-faults", int, 0, "go on past --minutes until this many faults were injected"),
+    ("--step-timeout", float, 60.0, "env.step_timeout_s: a stopped worker is replaced after "
+     "this; keep it above the time a stopped simulator takes to be replaced, ~11 s direct, "
+     "~15 s server"),
+    ("--recovery-timeout", float, 90.0, "seconds a killed or stopped process has to be "
+     "replaced; a stopped worker needs --step-timeout plus its new env's start"),
+)  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (``--help`` shows the module docstring)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    for flag, kind, default, text in NUMBERS:
+        parser.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
     parser.add_argument(
-        "--minutes", type=float, default=30.0, help="time to inject faults (default %(default)s)"
+        "--backend", choices=("direct", "server"), default="direct", help="env.backend of the run"
     )
     parser.add_argument(
-        "--backend",
-        choices=("direct", "server"),
-        default="direct",
-        help="env.backend of the run (default %(default)s)",
+        "--sim-hosts", type=int, default=None, help="env.sim_hosts (direct backend; default: "
+        "the config's)"
+    )  # fmt: skip
+    parser.add_argument(
+        "--experiment", default="lstm_ppo", help="the +experiment to train (default lstm_ppo)"
     )
     parser.add_argument(
-        "--sim-hosts",
-        type=int,
-        default=None,
-        help="env.sim_hosts (direct backend; default: the config's)",
+        "--kinds", default=",".join(KINDS), help="comma-separated fault kinds (default: all four)"
     )
-    parser.add_argument(
-        "--experiment", default="lstm_ppo", help="the +experiment to train (default %(default)s)"
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the fault schedule (default %(default)s)"
-    )
-    parser.add_argument(
-        "--faults-per-minute",
-        type=float,
-        default=1.0,
-        help="mean fault rate (default %(default)s)",
-    )
-    parser.add_argument(
-        "--kinds",
-        default=",".join(KINDS),
-        help="comma-separated fault kinds to inject (default: all four)",
-    )
-    parser.add_argument(
-        "--min-faults",
-        type=int,
-        default=0,
-        help="go on past --minutes until this many faults were injected (default %(default)s)",
-    )
-    parser.add_argument(
-        "--step-timeout",
-        type=float,
-        default=60.0,
-        help="env.step_timeout_s: a stopped worker is replaced after this; keep it above "
-        "the time a stopped simulator takes to be replaced, ~11 s direct, ~15 s server "
-        "(default %(default)s)",
-    )
-    parser.add_argument(
-        "--recovery-timeout",
-        type=float,
-        default=90.0,
-        help="seconds a killed or stopped process has to be replaced; a stopped worker "
-        "needs --step-timeout plus its new env's start (default %(default)s)",
-    )
-    parser.add_argument(
-        "--run-dir", type=Path, default=None, help="run dir (default: a temporary one)"
-    )
+    parser.add_argument("--run-dir", type=Path, help="run dir (default: a temporary one)")
     parser.add_argument("overrides", nargs="*", help="more trainer overrides (after --)")
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parsed and checked arguments; a bad one is one line and exit code 2."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     args.kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     unknown = sorted(set(args.kinds) - set(KINDS))
@@ -512,7 +408,11 @@ def main(argv: list[str] | None = None) -> int:
     if any(o.startswith(("hydra.run.dir=", "resume=")) for o in args.overrides):
         parser.error("give the run dir with --run-dir, not hydra.run.dir= or resume=")
     args.simulator_role = "sim_host" if args.backend == "direct" else "server"
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     run_dir = (args.run_dir or Path(tempfile.mkdtemp(prefix="maple_chaos_"))).resolve()
     command = [
         sys.executable,
