@@ -130,9 +130,9 @@ def knowledge(
     )
 
 
-def set_knowledge(gen: int, mon: Pokemon) -> SetKnowledge:
-    """:func:`knowledge` of an opponent Pokémon as poke-env tracks it."""
-    return knowledge(
+def _inputs(gen: int, mon: Pokemon) -> tuple[object, ...]:
+    """The arguments of :func:`knowledge` for an opponent Pokémon as poke-env tracks it."""
+    return (
         gen,
         mon.species,
         mon.base_species,
@@ -140,6 +140,11 @@ def set_knowledge(gen: int, mon: Pokemon) -> SetKnowledge:
         mon.ability or None,
         mon.tera_type if mon.is_terastallized else None,
     )
+
+
+def set_knowledge(gen: int, mon: Pokemon) -> SetKnowledge:
+    """:func:`knowledge` of an opponent Pokémon as poke-env tracks it."""
+    return knowledge(*_inputs(gen, mon))  # type: ignore[arg-type]
 
 
 _summaries: dict[tuple[object, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
@@ -148,14 +153,7 @@ _summaries: dict[tuple[object, ...], tuple[np.ndarray, tuple[str, ...]]] = {}
 def set_summary(gen: int, mon: Pokemon) -> tuple[np.ndarray, tuple[str, ...]]:
     """(``vector()``, ``abilities``) of :func:`set_knowledge`, cached on the same inputs.
     The vector is shared: copy it, never modify it."""
-    key = (
-        gen,
-        mon.species,
-        mon.base_species,
-        frozenset(mon.moves),
-        mon.ability or None,
-        mon.tera_type if mon.is_terastallized else None,
-    )
+    key = _inputs(gen, mon)
     found = _summaries.get(key)
     if found is None:
         known = knowledge(*key)  # type: ignore[arg-type]
