@@ -31,7 +31,7 @@ from pathlib import Path
 
 import psutil
 
-from mapleenv.measure import process_role
+from trainer.run.probe import last_iteration, processes_by_role
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,27 +39,13 @@ REPO = Path(__file__).resolve().parent.parent
 def sample(trainer: psutil.Process) -> dict[int, tuple[str, float]]:
     """``pid -> (role, RSS in MB)`` for the trainer and its descendants."""
     out: dict[int, tuple[str, float]] = {}
-    try:
-        processes = [trainer, *trainer.children(recursive=True)]
-    except psutil.Error:
-        return out
-    for process in processes:
-        kind = process_role(process, trainer.pid)
-        if kind is None:
-            continue
-        try:
-            out[process.pid] = (kind, process.memory_info().rss / 2**20)
-        except psutil.Error:
-            continue
+    for role, found in processes_by_role(trainer.pid).items():
+        for process in found:
+            try:
+                out[process.pid] = (role, process.memory_info().rss / 2**20)
+            except psutil.Error:
+                continue
     return out
-
-
-def logged_an_iteration(metrics: Path) -> bool:
-    """Whether ``metrics.csv`` has a row (a header and one line)."""
-    try:
-        return len(metrics.read_text().splitlines()) >= 2
-    except OSError:
-        return False
 
 
 def summarize(
@@ -143,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         # the clock starts when training is under way (an iteration logged): every worker
         # and simulator exists by then, however long the start took
         deadline = time.monotonic() + 600
-        while not logged_an_iteration(run_dir / "metrics.csv"):
+        while last_iteration(run_dir) == 0:
             if proc.poll() is not None:
                 raise ended_early()
             if time.monotonic() > deadline:
