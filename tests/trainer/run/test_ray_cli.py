@@ -35,7 +35,8 @@ def _sim_hosts(tag: str) -> set[int]:
         if not any(part.endswith("sim_host.js") for part in proc.info["cmdline"] or ()):
             continue
         try:
-            if proc.environ().get("MAPLE_TEST_TAG") == tag and proc.status() != "zombie":
+            ours = proc.environ().get("MAPLE_TEST_TAG") == tag
+            if ours and proc.status() != psutil.STATUS_ZOMBIE:
                 pids.add(proc.pid)
         except psutil.Error:
             continue
