@@ -29,6 +29,7 @@ from mapleenv.policies import (
     resolve_checkpoint,
     to_plain,
 )
+from trainer.run.threads import signals_held
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +96,15 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
     or refuses it, and ``format_version`` and ``versions`` are added.
 
     A failed write leaves the previous file as it was and raises an ``OSError`` naming
-    ``path`` and the cause (torch reports a full disk as ``unexpected pos``)."""
+    ``path`` and the cause (torch reports a full disk as ``unexpected pos``). SIGINT and
+    SIGTERM wait until the file is written (:func:`~trainer.run.threads.signals_held`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    with signals_held():  # Ctrl-C or SIGTERM now would cut the file (and the final save)
+        return _write_atomically(path, payload)
+
+
+def _write_atomically(path: Path, payload: dict[str, Any]) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -58,6 +58,38 @@ def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path, monkeypatch) ->
     assert [p.name for p in path.parent.iterdir()] == ["last.pt"]
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_save_waits_until_the_file_is_written(
+    tmp_path: Path, monkeypatch, signum: int
+) -> None:
+    """Ctrl-C or SIGTERM while ``torch.save`` writes: the file is finished first, then the
+    handler runs (a cut write once ended a run with a traceback and no final save)."""
+    path = tmp_path / "last.pt"
+    real_save = torch.save
+    handled: list[int] = []
+
+    def interrupt(n: int, _frame: object) -> None:
+        handled.append(n)
+        raise KeyboardInterrupt
+
+    def interrupted_save(obj, f, *args, **kwargs):
+        os.kill(os.getpid(), signum)  # arrives mid-write
+        for _ in range(1000):  # Python runs handlers between bytecodes: give it many
+            pass
+        real_save(obj, f, *args, **kwargs)
+
+    previous = signal.signal(signum, interrupt)
+    try:
+        monkeypatch.setattr(torch, "save", interrupted_save)
+        with pytest.raises(KeyboardInterrupt):
+            save_checkpoint(path, {"global_step": 3})
+        assert handled == [signum]
+        assert signal.getsignal(signum) is interrupt  # the handler is back
+    finally:
+        signal.signal(signum, previous)
+    assert load_checkpoint(path)["global_step"] == 3
+
+
 def test_resolve_checkpoint_errors_are_clear(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no checkpoints/last.pt"):
         resolve_checkpoint(tmp_path)
