@@ -48,6 +48,7 @@ NUM_MOVE_SLOTS = 4
 _GIMMICK_OFFSET = {"mega": 4, "z_move": 8, "dynamax": 12, "terastallize": 16}
 
 
+@functools.cache  # asked on every step by legal_actions
 def action_space_size(gen: int) -> int:
     """Number of actions for a generation (``SinglesEnv.get_action_space_size``)."""
     return SinglesEnv.get_action_space_size(gen)
@@ -96,11 +97,6 @@ def _action_of(
     return None
 
 
-@functools.cache
-def _space_size(gen: int) -> int:
-    return action_space_size(gen)
-
-
 def legal_actions(battle: Battle) -> dict[int, BattleOrder]:
     """Map each legal action to its order; empty when no decision is pending."""
     if not needs_decision(battle):
@@ -109,7 +105,7 @@ def legal_actions(battle: Battle) -> dict[int, BattleOrder]:
     slot_index: dict[str, int] = {}
     for i, move in enumerate(move_slots(battle)):
         slot_index.setdefault(move.id, i)
-    size = _space_size(battle.gen)
+    size = action_space_size(battle.gen)
     actions: dict[int, BattleOrder] = {}
     for order in battle.valid_orders:
         if isinstance(order, DefaultBattleOrder):
