@@ -1,5 +1,6 @@
 """Learning curve of one run from its ``metrics.csv``: win rates (per opponent when the
-run had a mix), episode return and, for kickstarted runs, the teacher agreement.
+run had a mix; against the league and its hardest member for league runs), episode return
+and, for kickstarted runs, the teacher agreement; steps below, training minutes above.
 
     python scripts/plot_metrics.py runs/kick1/metrics.csv models/attention_ppo_gen9random.png
 
@@ -20,7 +21,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from trainer.run.curves import column, read_metrics, smooth, training_minutes  # noqa: E402
+from trainer.run.curves import (  # noqa: E402
+    column,
+    cumulative_seconds,
+    read_metrics,
+    smooth,
+    training_minutes,
+)
+
+_LEAGUE = ("selfplay/league_win_rate", "selfplay/hardest_win_rate")
 
 
 def main() -> None:
@@ -39,13 +48,15 @@ def main() -> None:
         raise SystemExit(f"{args.metrics}: no rows")
     steps = column(rows, "global_step")
     win_keys = [k for k in rows[0] if k.startswith("win_rate/")] or ["win_rate"]
+    win_keys += [k for k in _LEAGUE if k in rows[0]]
     extra = [k for k in ("teacher_agreement", "kickstart_coef") if k in rows[0]]
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     last: dict[str, float] = {}
     for key in win_keys:
         curve = smooth(column(rows, key), args.window)
-        top.plot(steps, curve, label=key.removeprefix("win_rate/"))
+        style = "--" if key.startswith("selfplay/") else "-"
+        top.plot(steps, curve, style, label=key.split("/")[-1])
         last[key] = round(float(curve[-1]), 3)
     top.set_ylabel(f"win rate (mean of {args.window} iterations)")
     top.set_ylim(0, 1)
@@ -61,7 +72,9 @@ def main() -> None:
     bottom.set_xlabel("env steps")
     bottom.grid(alpha=0.3)
     bottom.legend(loc="lower right")
-    minutes = training_minutes(column(rows, "wall_s"))
+    wall = column(rows, "wall_s")
+    minutes = training_minutes(wall)
+    _minutes_axis(top, steps, cumulative_seconds(wall) / 60)
     name = args.metrics.parent.name if args.metrics.name == "metrics.csv" else args.metrics.stem
     fig.suptitle(
         f"{name}: {int(steps[-1]):,} steps"
@@ -71,6 +84,18 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=100)
     print(json.dumps({"steps": int(steps[-1]), "last_window_means": last}))
+
+
+def _minutes_axis(ax: plt.Axes, steps: np.ndarray, minutes: np.ndarray) -> None:
+    """Training minutes (resumed segments added up) on the top edge, read off the steps."""
+    keep = ~np.isnan(minutes)
+    if keep.sum() < 2:
+        return
+    s, m = steps[keep], minutes[keep]
+    axis = ax.secondary_xaxis(
+        "top", functions=(lambda x: np.interp(x, s, m), lambda x: np.interp(x, m, s))
+    )
+    axis.set_xlabel("training minutes")
 
 
 if __name__ == "__main__":

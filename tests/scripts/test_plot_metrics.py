@@ -26,12 +26,21 @@ def test_plot_writes_a_png_and_the_smoothed_last_values(tmp_path: Path) -> None:
                 "win_rate/random",
                 "win_rate/heuristic",
                 "teacher_agreement",
+                "selfplay/hardest_win_rate",
             ]
         )
         for i in range(1, 11):
             # heuristic win rate only every other row (no battle ended against it)
             writer.writerow(
-                [i * 100, i / 10, i * 6.0, 1.0 if i > 5 else 0.0, 0.5 if i % 2 else "", i / 20]
+                [
+                    i * 100,
+                    i / 10,
+                    i * 6.0,
+                    1.0 if i > 5 else 0.0,
+                    0.5 if i % 2 else "",
+                    i / 20,
+                    0.25,
+                ]
             )
     out = tmp_path / "curve.png"
     proc = subprocess.run(
@@ -54,14 +63,17 @@ def test_plot_writes_a_png_and_the_smoothed_last_values(tmp_path: Path) -> None:
     means = result["last_window_means"]
     assert means["win_rate/random"] == 1.0 and means["win_rate/heuristic"] == 0.5
     assert means["episode_return"] == 0.85 and means["teacher_agreement"] == 0.425
+    assert means["selfplay/hardest_win_rate"] == 0.25
 
 
 def test_training_minutes_add_up_resumed_segments() -> None:
     import numpy as np
 
-    from trainer.run.curves import training_minutes
+    from trainer.run.curves import cumulative_seconds, training_minutes
 
     # two segments (wall_s restarts on resume): 120 s + 60 s
     wall = np.array([30.0, 120.0, 20.0, float("nan"), 60.0])
     assert training_minutes(wall) == 3.0
     assert np.isnan(training_minutes(np.array([float("nan")])))
+    # per row: the second segment starts on top of the first's 120 s; a NaN row carries on
+    np.testing.assert_array_equal(cumulative_seconds(wall), [30.0, 120.0, 140.0, 140.0, 180.0])

@@ -33,11 +33,25 @@ def smooth(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
+def cumulative_seconds(wall_s: np.ndarray) -> np.ndarray:
+    """Seconds of training up to each row over all segments: ``wall_s`` restarts from 0 in
+    each resumed segment, so every earlier segment's last value is added on (NaN rows are
+    carried from the row before)."""
+    out = np.full_like(wall_s, np.nan, dtype=float)
+    offset, last = 0.0, np.nan
+    for i, wall in enumerate(wall_s):
+        if np.isnan(wall):
+            out[i] = offset + last if not np.isnan(last) else np.nan
+            continue
+        if not np.isnan(last) and wall < last:
+            offset += last
+        last = wall
+        out[i] = offset + wall
+    return out
+
+
 def training_minutes(wall_s: np.ndarray) -> float:
-    """Minutes of training in all: ``wall_s`` restarts from 0 in each resumed segment, so
-    the last value of every segment is added up."""
-    wall = wall_s[~np.isnan(wall_s)]
-    if not len(wall):
-        return float("nan")
-    segment_ends = np.append(wall[1:] < wall[:-1], True)
-    return float(wall[segment_ends].sum()) / 60
+    """Minutes of training in all (resumed segments added up)."""
+    total = cumulative_seconds(wall_s)
+    total = total[~np.isnan(total)]
+    return float(total[-1]) / 60 if len(total) else float("nan")
