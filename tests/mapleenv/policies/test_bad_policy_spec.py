@@ -1,0 +1,120 @@
+"""A format-2 checkpoint whose policy spec or weights are nonsense (docs/security.md: every
+file is untrusted) is refused with one line naming the file and what is wrong, never a
+traceback from inside torch when the network is rebuilt."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from builders import write_tiny_checkpoint
+
+from mapleenv.opponents import make_opponent
+from mapleenv.policies import CheckpointError, load_checkpoint, read_snapshot
+
+ROOT = Path(__file__).resolve().parents[3]
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _model(key: str, value: Any) -> Edit:
+    return lambda ckpt: ckpt["policy"]["model"].__setitem__(key, value)
+
+
+def _spec(key: str, value: Any) -> Edit:
+    return lambda ckpt: ckpt["policy"].__setitem__(key, value)
+
+
+def _weights(edit: Callable[[dict[str, Any]], Any]) -> Edit:
+    return lambda ckpt: edit(ckpt["model"])
+
+
+ENCODER_WEIGHT = "trunk.encoder.0.weight"
+# name: (how the tiny checkpoint is spoiled, a fragment of the one line)
+CASES: dict[str, tuple[Edit, str]] = {
+    "obs_dim_string": (_spec("obs_dim", "big"), "policy.obs_dim must be a positive integer"),
+    "obs_dim_negative": (_spec("obs_dim", -5), "policy.obs_dim must be a positive integer"),
+    "obs_dim_bool": (_spec("obs_dim", True), "policy.obs_dim must be a positive integer"),
+    "n_actions_zero": (_spec("n_actions", 0), "policy.n_actions must be a positive integer"),
+    "n_actions_missing": (lambda c: c["policy"].pop("n_actions"), "spec lacks n_actions"),
+    "model_not_a_dict": (_spec("model", [1, 2]), "policy.model must be a dict"),
+    "unknown_kind": (_model("kind", "gpt"), "policy.model.kind must be one of lstm|mlp|attention"),
+    "key_of_wrong_type": (_model(7, 1), "policy.model has unknown setting 7"),
+    "unknown_setting": (_model("layers", 3), "policy.model has unknown setting 'layers'"),
+    "hidden_size_string": (_model("hidden_size", "x"), "policy.model.hidden_size must be a"),
+    "hidden_size_float": (_model("hidden_size", 16.0), "policy.model.hidden_size must be a"),
+    "sizes_not_a_list": (_model("encoder_sizes", 32), "policy.model.encoder_sizes must be a list"),
+    "sizes_negative": (_model("encoder_sizes", [-1]), "policy.model.encoder_sizes must be a"),
+    "trunk_flag_string": (
+        _model("shared_trunk", "yes"),
+        "policy.model.shared_trunk must be a bool",
+    ),
+    "activation": (_model("activation", "sigmoid"), "policy.model.activation must be one of"),
+    "too_many_layers": (_model("num_layers", 10**6), "policy.model.num_layers must be at most"),
+    "attention_on_simple": (_model("kind", "attention"), "does not build a network"),
+    # a huge spec builds on the meta device only: the weights do not fit, nothing allocated
+    "huge_hidden": (_model("hidden_size", 10**5), "has shape (64, 32), the network"),
+    "overflowing_hidden": (_model("hidden_size", 10**9), "does not build a network"),
+    "obs_dim_mismatch": (_spec("obs_dim", 10), f"weight '{ENCODER_WEIGHT}' has shape"),
+    "weight_missing": (_weights(lambda m: m.pop(ENCODER_WEIGHT)), "lacks 1 entry"),
+    "weight_extra": (_weights(lambda m: m.__setitem__("x", torch.zeros(1))), "has unexpected"),
+    "weight_string": (
+        _weights(lambda m: m.__setitem__(ENCODER_WEIGHT, "w")),
+        "is not a floating-point tensor",
+    ),
+    "weight_int": (
+        _weights(lambda m: m.__setitem__(ENCODER_WEIGHT, torch.zeros(32, 8, dtype=torch.long))),
+        "is not a floating-point tensor",
+    ),
+}
+
+
+def spoiled(tmp_path: Path, edit: Edit, name: str = "bad.pt") -> Path:
+    ckpt = load_checkpoint(write_tiny_checkpoint(tmp_path / "tiny.pt"))
+    edit(ckpt)
+    path = tmp_path / name
+    torch.save(ckpt, path)
+    return path
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_nonsense_spec_or_weights_is_one_line_naming_the_file(case: str, tmp_path: Path):
+    edit, fragment = CASES[case]
+    path = spoiled(tmp_path, edit)
+    for load in (read_snapshot, lambda p: make_opponent(f"policy:{p}")):
+        with pytest.raises(CheckpointError) as info:
+            load(path)
+        message = str(info.value)
+        assert "\n" not in message and str(path) in message, message
+        assert fragment in message, message
+
+
+def test_the_tiny_and_shipped_checkpoints_still_pass(tmp_path: Path):
+    for kind in ("lstm", "mlp"):
+        read_snapshot(write_tiny_checkpoint(tmp_path / f"{kind}.pt", kind=kind))
+    assert read_snapshot(ROOT / "models" / "attention_ppo_gen9random.pt")["policy"]["n_actions"]
+
+
+@pytest.mark.integration
+def test_evaluate_says_it_in_one_line_with_exit_code_2(tmp_path: Path):
+    """(A string hidden_size used to end it with a TypeError traceback from torch.) The
+    line is the evaluator's error log record: Hydra's console log, on stdout."""
+    path = spoiled(tmp_path, _model("hidden_size", "x"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainer.evaluate", f"checkpoint={path}"]
+        + [f"hydra.run.dir={tmp_path / 'hydra'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    errors = [line for line in out.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, out[-3000:]
+    assert str(path) in errors[0] and "policy.model.hidden_size must be a" in errors[0]
