@@ -1,11 +1,12 @@
 #!/usr/bin/env python
-"""Per-step encode time of the rich encoder over real battle states; one JSON line.
+"""Per-step encode time of an encoder over real battle states; one JSON line.
 
 Two poke-env players of one kind (``random``, ``max_power`` or ``heuristic``) play
 ``--battles`` gen9randombattle battles on a local Showdown server (started here unless
 ``--server-url``); every state either must decide on is copied. The copies are then
-encoded in order with ``RichEncoder`` (one encoder per player, kept across battles, as
-in an env worker) and each encode is timed (wall clock and thread CPU time).
+encoded in order with the ``--encoder`` (default ``rich``; one encoder per player, kept
+across battles, as in an env worker) and each encode is timed (wall clock and thread CPU
+time). The damage-calculator figures are for encoders that use it (``rich``, ``rich2``).
 
 The encoding runs in ``--rounds`` slices alternating with slices of the raw simulator
 (``mapleenv/js/sim_ceiling.js``: one Node process, random-vs-random in-process, warmed
@@ -13,7 +14,7 @@ for ``--sim-warmup`` s first, as in ``bench_env.py``), so the encode time is rea
 the simulator's CPU time per turn under the same machine load; the JSON gives both and
 the median of the per-round ratios.
 
-    python scripts/bench_encoder.py --battles 100 --players random
+    python scripts/bench_encoder.py --battles 100 --players random --encoder rich2
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.player.battle_order import BattleOrder
 
-from mapleenv.encoders.rich.encoder import RichEncoder
+import mapleenv.encoders.rich  # noqa: F401  (registers rich and rich2)
+from mapleenv.encoders import ENCODERS, BattleEncoder, make_encoder
 from mapleenv.measure import Ceiling
 from mapleenv.showdown import ShowdownServer, external_server, find_showdown
 
@@ -77,8 +79,9 @@ def stats_us(ns: np.ndarray) -> dict[str, float]:
 class Timer:
     """Encodes states with one encoder per player and records per-encode costs."""
 
-    def __init__(self) -> None:
-        self.encoders: dict[str, RichEncoder] = {}
+    def __init__(self, name: str = "rich") -> None:
+        self.name = name
+        self.encoders: dict[str, BattleEncoder] = {}
         self.wall_ns: list[int] = []
         self.cpu_ns: list[int] = []
         self.calls: list[int] = []
@@ -86,14 +89,15 @@ class Timer:
     def encode(self, owner: str, battle: AbstractBattle) -> None:
         encoder = self.encoders.get(owner)
         if encoder is None:  # (setdefault would build a new encoder on every call)
-            encoder = self.encoders[owner] = RichEncoder()
-        calls = encoder.damage.calls
+            encoder = self.encoders[owner] = make_encoder(self.name)
+        damage = getattr(encoder, "damage", None)  # rich encoders' damage calculator
+        calls = damage.calls if damage is not None else 0
         cpu = time.thread_time_ns()
         wall = time.perf_counter_ns()
         vec = encoder.encode(battle)
         self.wall_ns.append(time.perf_counter_ns() - wall)
         self.cpu_ns.append(time.thread_time_ns() - cpu)
-        self.calls.append(encoder.damage.calls - calls)
+        self.calls.append(damage.calls - calls if damage is not None else 0)
         if not np.isfinite(vec).all():
             raise RuntimeError(f"non-finite features in {battle.battle_tag}")
 
@@ -106,7 +110,7 @@ async def play(players: list[Player], battles: int) -> None:
             await p.ps_client.stop_listening()
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -121,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--concurrent", type=int, default=4, help="battles at once (default %(default)s)"
+    )
+    parser.add_argument(
+        "--encoder",
+        choices=sorted(ENCODERS),
+        default="rich",
+        help="the encoder to time (default %(default)s)",
     )
     parser.add_argument("--server-url", help="use this Showdown server instead of starting one")
     parser.add_argument(
@@ -139,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         help="unmeasured seconds of the simulator before the first round",
     )
     parser.add_argument("--out", type=Path, help="also write the JSON here")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def record_states(args: argparse.Namespace) -> list[Player]:
+    """Two recording players of ``args.players`` after ``args.battles`` battles."""
     find_showdown()  # clear error when the npm package is missing
     server = None
     if args.server_url:
@@ -162,10 +175,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
-    # decision order within each player is the order it saw the states
-    sequence = [(p.username, b) for p in players for b in p.states]
+    return players
 
-    timer = Timer()
+
+def time_rounds(
+    args: argparse.Namespace, timer: Timer, players: list[Player]
+) -> tuple[list[dict], dict[str, list[float]]]:
+    """Encode every recorded state in ``args.rounds`` slices, each followed by a slice of
+    the raw simulator (unless ``--sim-seconds 0``); the rounds and the load around them."""
+    # decision order within each player is the order it saw the states
+    sequence = [(p.username, b) for p in players for b in p.states]  # type: ignore[attr-defined]
     ceiling = Ceiling(1, warmup=args.sim_warmup) if args.sim_seconds > 0 else None
     load_before = os.getloadavg()
     rounds = []
@@ -183,17 +202,22 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()
     if ceiling is not None:
         ceiling.close()
+    load = {"loadavg_before": load_before, "loadavg_after": load_after}
+    return rounds, {key: [round(x, 2) for x in value] for key, value in load.items()}
 
+
+def summary(args: argparse.Namespace, timer: Timer, players: list[Player]) -> dict[str, Any]:
+    """The JSON line's figures (the calculator's are zeros for an encoder without one)."""
     wall = np.asarray(timer.wall_ns, np.int64)
     cpu = np.asarray(timer.cpu_ns, np.int64)
     calls = np.asarray(timer.calls, np.int64)
-    damage = [e.damage for e in timer.encoders.values()]
+    damage = [e.damage for e in timer.encoders.values() if hasattr(e, "damage")]
     n_calls = sum(d.calls for d in damage)
     lookups = n_calls + sum(d.hits for d in damage)
-    result: dict[str, Any] = {
+    return {
         "bench": "encoder",
-        "encoder": "rich",
-        "size": RichEncoder().size,
+        "encoder": args.encoder,
+        "size": make_encoder(args.encoder).size,
         "players": args.players,
         "battles": players[0].n_finished_battles,
         "states": int(len(wall)),
@@ -207,8 +231,15 @@ def main(argv: list[str] | None = None) -> int:
         "calc_call_us_mean": round(sum(d.calc_ns for d in damage) / max(n_calls, 1) / 1e3, 1),
         "calc_share_of_encode_time": round(sum(d.calc_ns for d in damage) / max(wall.sum(), 1), 3),
         "calc_failures": sum(d.failures for d in damage),
-        "rounds": rounds,
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    players = record_states(args)
+    timer = Timer(args.encoder)
+    rounds, load = time_rounds(args, timer, players)
+    result = summary(args, timer, players) | {"rounds": rounds}
     if args.sim_seconds > 0:
         sims = [r["sim_us_per_turn"] for r in rounds]
         result["sim_us_per_turn_median"] = round(float(np.median(sims)), 1)
@@ -218,8 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     result["machine"] = {
         "cores": os.cpu_count(),
         "python": platform.python_version(),
-        "loadavg_before": [round(x, 2) for x in load_before],
-        "loadavg_after": [round(x, 2) for x in load_after],
+        **load,
     }
     line = json.dumps(result)
     print(line)

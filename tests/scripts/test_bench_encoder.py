@@ -1,0 +1,42 @@
+"""``scripts/bench_encoder.py --encoder NAME`` times the encoder it is given."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mapleenv.encoders import make_encoder
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_encoder.py"
+
+
+@pytest.mark.integration
+def test_bench_encoder_times_the_named_encoder() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--encoder", "simple", "--battles", "1"]
+        + ["--rounds", "1", "--sim-seconds", "0", "--concurrent", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["encoder"] == "simple"
+    assert result["size"] == make_encoder("simple").size != make_encoder("rich").size
+    assert result["states"] > 0 and result["encode_wall_us"]["median"] > 0
+    assert result["calc_calls_per_state"] == 0  # the simple encoder has no calculator
+
+
+def test_bench_encoder_refuses_an_unknown_encoder() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--encoder", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "invalid choice: 'nope'" in proc.stderr and "rich2" in proc.stderr
