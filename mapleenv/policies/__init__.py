@@ -35,6 +35,7 @@ from mapleenv.policies.snapshot import (
     snapshot_encoder,
     snapshot_plugins,
 )
+from mapleenv.policies.spec_check import check_network
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -51,6 +52,7 @@ __all__ = [
     "PolicyBuilder",
     "batch1_step",
     "build_policy",
+    "check_network",
     "checked_encoder",
     "checked_snapshot",
     "load_checkpoint",

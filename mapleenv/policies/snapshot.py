@@ -78,16 +78,6 @@ def checked_snapshot(snapshot: dict[str, Any], source: str) -> dict[str, Any]:
     """``snapshot`` (read from the file ``source``) if it holds a policy spec that builds a
     network its weights fit (:func:`~mapleenv.policies.spec_check.check_network`) and its
     encoder is registered here (:func:`checked_encoder`); else :class:`CheckpointError`."""
-    spec = snapshot.get("policy")
-    if not isinstance(snapshot.get("model"), Mapping) or not isinstance(spec, Mapping):
-        raise CheckpointError(
-            f"{source} is not a Maple policy checkpoint (needs 'policy' and 'model')"
-        )
-    missing = [key for key in ("obs_dim", "n_actions", "model") if key not in spec]
-    if missing:
-        raise CheckpointError(f"{source}: its 'policy' spec lacks {', '.join(missing)}")
-    if not isinstance(spec["model"], Mapping):
-        raise CheckpointError(f"{source}: policy.model must be a dict of model settings")
     check_network(snapshot, source)  # types, values, weights that fit: one line each
     checked_encoder(snapshot, source)
     return snapshot

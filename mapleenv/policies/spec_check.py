@@ -30,9 +30,19 @@ _DEFAULTS = {
 
 
 def check_network(snapshot: Mapping[str, Any], source: str) -> None:
-    """Raise :class:`CheckpointError` unless ``snapshot``'s spec builds a network whose
-    state dict the snapshot's ``model`` fills exactly (same keys, same shapes)."""
-    spec = snapshot["policy"]
+    """Raise :class:`CheckpointError` unless ``snapshot`` (read from the file ``source``)
+    holds a policy spec that builds a network and weights (``model``) that fill its state
+    dict exactly (same keys, same shapes)."""
+    spec = snapshot.get("policy") if isinstance(snapshot, Mapping) else None
+    if not isinstance(spec, Mapping) or not isinstance(snapshot.get("model"), Mapping):
+        raise CheckpointError(
+            f"{source} is not a Maple policy checkpoint (needs 'policy' and 'model')"
+        )
+    missing = [key for key in ("obs_dim", "n_actions", "model") if key not in spec]
+    if missing:
+        raise CheckpointError(f"{source}: its 'policy' spec lacks {', '.join(missing)}")
+    if not isinstance(spec["model"], Mapping):
+        raise CheckpointError(f"{source}: policy.model must be a dict of model settings")
     for key in ("obs_dim", "n_actions"):
         _positive(spec.get(key), f"policy.{key}", source)
     model = _checked_model(spec["model"], source)

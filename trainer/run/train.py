@@ -14,7 +14,7 @@ import torch
 from gymnasium.vector import VectorEnv
 from omegaconf import DictConfig, OmegaConf
 
-from mapleenv.policies import build_policy, policy_spec, to_plain
+from mapleenv.policies import build_policy, check_network, policy_spec, to_plain
 from trainer.algos import make_learner
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.reward_norm import RewardNormalizer
@@ -192,6 +192,7 @@ class Trainer:
                 f"checkpoint {path} has a different model/obs/action spec than this config: "
                 f"{ckpt['policy']} vs {policy_spec(self.policy)}"
             )
+        check_network(ckpt, str(path))  # weights that do not fit: one line, not a traceback
         self.policy.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         if self.reward_norm is not None and ckpt.get("reward_norm"):

@@ -138,6 +138,21 @@ def test_resume_with_a_different_model_fails_clearly(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+def test_resume_with_weights_that_do_not_fit_the_spec_fails_clearly(tmp_path: Path) -> None:
+    """A sent checkpoint whose spec matches this config but whose weights do not: one
+    line naming the file (was a RuntimeError traceback from load_state_dict)."""
+    train(memory_cfg(f"total_steps={ITER_STEPS}"), tmp_path)
+    last = tmp_path / "checkpoints" / "last.pt"
+    ckpt = load_checkpoint(last)
+    name, weight = next(iter(ckpt["model"].items()))
+    ckpt["model"][name] = torch.zeros(weight.shape[0] + 1, *weight.shape[1:])
+    torch.save(ckpt, last)
+    with pytest.raises(CheckpointError, match=f"its weight '{name}' has shape") as info:
+        train(memory_cfg(f"total_steps={2 * ITER_STEPS}", f"resume={tmp_path}"), tmp_path)
+    assert str(last) in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.integration
 def test_resume_drops_metrics_rows_the_checkpoint_never_saw(tmp_path: Path) -> None:
     """A kill between the metrics write and the checkpoint save leaves a row of an iteration
     the checkpoint does not have; the resumed run writes that iteration again, once."""
