@@ -32,6 +32,7 @@ from mapleenv.policies.snapshot import (
     policy_from_snapshot,
     policy_spec,
     read_snapshot,
+    same_policy_spec,
     snapshot_encoder,
     snapshot_plugins,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "policy_from_snapshot",
     "policy_spec",
     "read_snapshot",
+    "same_policy_spec",
     "resolve_checkpoint",
     "run_lstm",
     "sample_actions",

@@ -29,7 +29,13 @@ import torch
 
 from mapleenv.encoders import make_encoder
 from mapleenv.plugins import imported_plugins
-from mapleenv.policies.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
+from mapleenv.policies.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    resolve_checkpoint,
+    to_plain,
+)
+from mapleenv.policies.config import ModelConfig
 from mapleenv.policies.registry import build_policy
 
 
@@ -40,6 +46,14 @@ def policy_spec(policy: torch.nn.Module) -> dict[str, Any]:
         "n_actions": policy.n_actions,
         "model": dataclasses.asdict(policy.cfg),
     }
+
+
+def same_policy_spec(stored: Mapping[str, Any], policy: torch.nn.Module) -> bool:
+    """Whether a checkpoint's spec describes ``policy``'s network: model settings added
+    after the checkpoint was written (absent from it, e.g. ``aux_classes``) count as their
+    defaults, so a run resumes across such an addition."""
+    model = {**dataclasses.asdict(ModelConfig()), **stored.get("model", {})}
+    return {**stored, "model": to_plain(model)} == to_plain(policy_spec(policy))
 
 
 def make_snapshot(policy: torch.nn.Module, encoder: str, snapshot_id: int) -> dict[str, Any]:

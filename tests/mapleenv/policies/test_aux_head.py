@@ -4,6 +4,7 @@ policy's outputs are exactly those of the same network without it."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from mapleenv.policies.attention import N_ACTIONS
 from trainer.config import ModelConfig
 from trainer.policy import build_policy
 
+ROOT = Path(__file__).resolve().parents[3]
 STEPS, ENVS, CLASSES = 5, 3, 4
 SMALL_ATTENTION = {"token_size": 16, "attention_heads": 2, "hidden_size": 8}
 KINDS = {
@@ -77,3 +79,19 @@ def test_config_dataclass_keeps_old_checkpoints() -> None:
     no head."""
     stored = {k: v for k, v in dataclasses.asdict(ModelConfig()).items() if k != "aux_classes"}
     assert build_policy(4, 3, stored).cfg.aux_classes == 0
+
+
+def test_checkpoints_written_before_the_setting_still_resume() -> None:
+    """A stored spec without ``aux_classes`` (every older checkpoint, the shipped model's
+    included) describes the same network as the current default, not one with a head."""
+    from mapleenv.policies import policy_spec, same_policy_spec
+    from trainer.checkpoint import load_checkpoint
+
+    stored = load_checkpoint(ROOT / "models" / "attention_ppo_gen9random.pt")["policy"]
+    assert "aux_classes" not in stored["model"]
+    model = ModelConfig(**stored["model"])
+    policy = build_policy(stored["obs_dim"], stored["n_actions"], model)
+    assert same_policy_spec(stored, policy)
+    with_head = dataclasses.replace(model, aux_classes=CLASSES)
+    assert not same_policy_spec(stored, build_policy(policy.obs_dim, policy.n_actions, with_head))
+    assert same_policy_spec(policy_spec(policy), policy)
