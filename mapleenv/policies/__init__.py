@@ -32,7 +32,6 @@ from mapleenv.policies.snapshot import (
     policy_from_snapshot,
     policy_spec,
     read_snapshot,
-    same_policy_spec,
     snapshot_encoder,
     snapshot_plugins,
 )
@@ -61,7 +60,6 @@ __all__ = [
     "policy_from_snapshot",
     "policy_spec",
     "read_snapshot",
-    "same_policy_spec",
     "resolve_checkpoint",
     "run_lstm",
     "sample_actions",

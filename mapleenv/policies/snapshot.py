@@ -29,31 +29,19 @@ import torch
 
 from mapleenv.encoders import make_encoder
 from mapleenv.plugins import imported_plugins
-from mapleenv.policies.checkpoint import (
-    CheckpointError,
-    load_checkpoint,
-    resolve_checkpoint,
-    to_plain,
-)
-from mapleenv.policies.config import ModelConfig
+from mapleenv.policies.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from mapleenv.policies.registry import build_policy
 
 
 def policy_spec(policy: torch.nn.Module) -> dict[str, Any]:
-    """What a checkpoint needs to rebuild ``policy`` without Hydra (plain values only)."""
-    return {
-        "obs_dim": policy.obs_dim,
-        "n_actions": policy.n_actions,
-        "model": dataclasses.asdict(policy.cfg),
-    }
-
-
-def same_policy_spec(stored: Mapping[str, Any], policy: torch.nn.Module) -> bool:
-    """Whether a checkpoint's spec describes ``policy``'s network: model settings added
-    after the checkpoint was written (absent from it, e.g. ``aux_classes``) count as their
-    defaults, so a run resumes across such an addition."""
-    model = {**dataclasses.asdict(ModelConfig()), **stored.get("model", {})}
-    return {**stored, "model": to_plain(model)} == to_plain(policy_spec(policy))
+    """What a checkpoint needs to rebuild ``policy`` without Hydra (plain values only).
+    ``aux_classes`` is stored only for a policy that has the auxiliary head: the spec of
+    every other policy is the same as before the setting existed (older checkpoints resume,
+    older Maple reads new ones)."""
+    model = dataclasses.asdict(policy.cfg)
+    if not model.get("aux_classes"):
+        model.pop("aux_classes", None)
+    return {"obs_dim": policy.obs_dim, "n_actions": policy.n_actions, "model": model}
 
 
 def make_snapshot(policy: torch.nn.Module, encoder: str, snapshot_id: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import torch
 from gymnasium.vector import VectorEnv
 from omegaconf import DictConfig, OmegaConf
 
-from mapleenv.policies import build_policy, policy_spec, same_policy_spec
+from mapleenv.policies import build_policy, policy_spec, to_plain
 from trainer.algos import make_learner
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.reward_norm import RewardNormalizer
@@ -194,7 +194,7 @@ class Trainer:
         )
 
     def _restore(self, ckpt: dict[str, Any], path: Path | None) -> None:
-        if not same_policy_spec(ckpt["policy"], self.policy):
+        if ckpt["policy"] != to_plain(policy_spec(self.policy)):
             raise ConfigError(
                 f"checkpoint {path} has a different model/obs/action spec than this config: "
                 f"{ckpt['policy']} vs {policy_spec(self.policy)}"

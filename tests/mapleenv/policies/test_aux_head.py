@@ -81,17 +81,18 @@ def test_config_dataclass_keeps_old_checkpoints() -> None:
     assert build_policy(4, 3, stored).cfg.aux_classes == 0
 
 
-def test_checkpoints_written_before_the_setting_still_resume() -> None:
-    """A stored spec without ``aux_classes`` (every older checkpoint, the shipped model's
-    included) describes the same network as the current default, not one with a head."""
-    from mapleenv.policies import policy_spec, same_policy_spec
+def test_checkpoint_spec_names_the_head_only_when_there_is_one() -> None:
+    """Without the head a policy's spec is what it was before ``aux_classes`` existed: the
+    shipped model's stored spec equals its rebuilt policy's (so resume's spec comparison
+    holds for every older run); with the head the spec keeps its classes."""
+    from mapleenv.policies import policy_from_snapshot, policy_spec
     from trainer.checkpoint import load_checkpoint
 
-    stored = load_checkpoint(ROOT / "models" / "attention_ppo_gen9random.pt")["policy"]
-    assert "aux_classes" not in stored["model"]
-    model = ModelConfig(**stored["model"])
-    policy = build_policy(stored["obs_dim"], stored["n_actions"], model)
-    assert same_policy_spec(stored, policy)
-    with_head = dataclasses.replace(model, aux_classes=CLASSES)
-    assert not same_policy_spec(stored, build_policy(policy.obs_dim, policy.n_actions, with_head))
-    assert same_policy_spec(policy_spec(policy), policy)
+    shipped = load_checkpoint(ROOT / "models" / "attention_ppo_gen9random.pt")
+    assert "aux_classes" not in shipped["policy"]["model"]
+    assert policy_spec(policy_from_snapshot(shipped)) == shipped["policy"]
+    with_head = build("lstm", CLASSES)
+    assert policy_spec(with_head)["model"]["aux_classes"] == CLASSES
+    spec = policy_spec(with_head)
+    rebuilt = build_policy(spec["obs_dim"], spec["n_actions"], spec["model"])
+    assert rebuilt.aux_head is not None and rebuilt.cfg.aux_classes == CLASSES
