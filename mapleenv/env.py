@@ -28,6 +28,8 @@ from mapleenv.actions import action_space_size, describe_legal, legal_actions, m
 from mapleenv.backends import BattleAborted, BattleBackend, backend_factory
 from mapleenv.backends.websocket import ShowdownBackend
 from mapleenv.encoders import make_encoder, observation_box
+from mapleenv.opponent_action import CLASSES as OPPONENT_ACTION_CLASSES
+from mapleenv.opponent_action import OpponentActionReader
 from mapleenv.opponents import make_opponent
 from mapleenv.plugins import import_plugins
 from mapleenv.replays import protocol_log, save_replay
@@ -75,7 +77,10 @@ class PokemonEnv(gymnasium.Env):
     battle (server lost, timeout) ends with ``truncated=True`` and ``info["aborted"]`` (and no
     ``won``), and the next ``reset`` reconnects. With ``teacher``, every observation also
     holds ``teacher_action`` (int64 ``[1]``, the teacher's choice as an action index, -1 if
-    not a legal action, or while :meth:`set_teacher_active` has the teacher off).
+    not a legal action, or while :meth:`set_teacher_active` has the teacher off). With
+    ``opponent_action_target``, every observation also holds ``opponent_action`` (int64
+    ``[1]``, what the opponent did since the last decision, -1 unknown:
+    :mod:`mapleenv.opponent_action`).
     ``on_illegal``: docs/rl_libraries.md.
     """
 
@@ -115,6 +120,7 @@ class PokemonEnv(gymnasium.Env):
         )
         self._teacher_active = self.teacher is not None
         self._teacher_calls = 0
+        self._opponent_actions = OpponentActionReader() if spec.opponent_action_target else None
         # the spec's teams are loaded; the opponent draws from its own stream
         self.team = team_pool(spec.team, fmt, seed=seed, validate=False)
         opponent_team = spec.team if spec.opponent_team is None else spec.opponent_team
@@ -129,6 +135,9 @@ class PokemonEnv(gymnasium.Env):
         }
         if self.teacher is not None:
             obs_spaces["teacher_action"] = spaces.Box(-1, n_actions - 1, (1,), dtype=np.int64)
+        if self._opponent_actions is not None:
+            high = len(OPPONENT_ACTION_CLASSES) - 1
+            obs_spaces["opponent_action"] = spaces.Box(-1, high, (1,), dtype=np.int64)
         self.observation_space = spaces.Dict(obs_spaces)
 
     def _setup_server(self, spec: EnvSpec) -> None:
@@ -190,7 +199,8 @@ class PokemonEnv(gymnasium.Env):
                 backend.close()
 
     # -- observation
-    def _observe(self, battle: Battle) -> dict[str, np.ndarray]:
+    def _observe(self, battle: Battle, first: bool = False) -> dict[str, np.ndarray]:
+        """The observation of ``battle``'s current decision (``first``: of the battle)."""
         self._legal = legal_actions(battle)
         obs = self.encoder.encode(battle)
         np.clip(
@@ -205,6 +215,10 @@ class PokemonEnv(gymnasium.Env):
         }
         if self.teacher is not None:
             self._last_obs["teacher_action"] = np.array([self._teacher_action(battle)])
+        reader = self._opponent_actions
+        if reader is not None:
+            label = reader.reset(battle) if first else reader.read(battle)
+            self._last_obs["opponent_action"] = np.array([label], dtype=np.int64)
         return self._last_obs
 
     def _teacher_action(self, battle: Battle) -> int:
@@ -264,7 +278,7 @@ class PokemonEnv(gymnasium.Env):
         self._battle = battle
         self._episode_over = battle.finished
         self.reward_tracker.reset()
-        return self._observe(battle), {"battle_tag": battle.battle_tag}
+        return self._observe(battle, first=True), {"battle_tag": battle.battle_tag}
 
     def _start_battle(self, seed: int | None) -> Battle:
         """Start a battle, retrying with backoff (0.25 s doubling to 5 s) for up to

@@ -74,6 +74,9 @@ class EnvSpec:
         backend_kwargs: extra arguments of the backend (e.g. ``record`` for ``direct``).
         reward_fn: ``"shaped"``, a registered reward, ``"module:factory"`` or a ``RewardFn``.
         teacher: an opponent name whose choice is added as ``teacher_action``.
+        opponent_action_target: every observation also holds ``opponent_action``, the
+            class of what the opponent did since the last decision
+            (:mod:`mapleenv.opponent_action`; the target of the trainer's auxiliary head).
         team, opponent_team: team file/folder/text (read and validated by :meth:`checked`),
             loaded ``Team`` objects or a poke-env ``Teambuilder``; ``opponent_team=None``:
             the same as ``team``.
@@ -104,6 +107,7 @@ class EnvSpec:
     backend_kwargs: Mapping[str, Any] = field(default_factory=dict)
     reward_fn: Any = "shaped"
     teacher: str | None = None
+    opponent_action_target: bool = False
     team: Any = None
     opponent_team: Any = None
     timeout: float = 60.0

@@ -90,6 +90,15 @@ class ActorCritic(StatelessPolicy):
             _mlp([feat, *cfg.head_sizes], cfg.activation),
             _init(nn.Linear(cfg.head_sizes[-1] if cfg.head_sizes else feat, 1), 1.0),
         )
+        self.aux_head = None  # model.aux_classes: the opponent-action head on the actor's features
+        if cfg.aux_classes > 0:
+            self.aux_head = nn.Sequential(
+                _mlp([feat, *cfg.head_sizes], cfg.activation),
+                _init(
+                    nn.Linear(cfg.head_sizes[-1] if cfg.head_sizes else feat, cfg.aux_classes),
+                    0.01,
+                ),
+            )
 
     @property
     def state_size(self) -> int:
@@ -104,6 +113,23 @@ class ActorCritic(StatelessPolicy):
             return ()
         return zero_state(self.cfg.num_layers, batch, self.state_size, device)
 
+    def _features(
+        self, obs: torch.Tensor, hidden: Hidden, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
+        """The actor's and the critic's features ``[T, B, F]`` and the new state."""
+        if self.critic_trunk is None:
+            feat, new_hidden = self.trunk(obs, hidden, episode_start)
+            return feat, feat, new_hidden
+        half = self.cfg.hidden_size
+        actor_h = tuple(x[..., :half] for x in hidden)
+        critic_h = tuple(x[..., half:] for x in hidden)
+        feat, actor_new = self.trunk(obs, actor_h, episode_start)
+        critic_feat, critic_new = self.critic_trunk(obs, critic_h, episode_start)
+        new_hidden = tuple(
+            torch.cat([a, c], dim=-1) for a, c in zip(actor_new, critic_new, strict=True)
+        )
+        return feat, critic_feat, new_hidden
+
     def forward_sequence(
         self,
         obs: torch.Tensor,
@@ -111,18 +137,21 @@ class ActorCritic(StatelessPolicy):
         hidden: Hidden,
         episode_start: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
-        if self.critic_trunk is None:
-            feat, new_hidden = self.trunk(obs, hidden, episode_start)
-            critic_feat = feat
-        else:
-            half = self.cfg.hidden_size
-            actor_h = tuple(x[..., :half] for x in hidden)
-            critic_h = tuple(x[..., half:] for x in hidden)
-            feat, actor_new = self.trunk(obs, actor_h, episode_start)
-            critic_feat, critic_new = self.critic_trunk(obs, critic_h, episode_start)
-            new_hidden = tuple(
-                torch.cat([a, c], dim=-1) for a, c in zip(actor_new, critic_new, strict=True)
-            )
+        feat, critic_feat, new_hidden = self._features(obs, hidden, episode_start)
         logits = mask_logits(self.policy_head(feat).float(), action_mask)
         value = self.value_head(critic_feat).float().squeeze(-1)
         return logits, value, new_hidden
+
+    def forward_sequence_aux(
+        self,
+        obs: torch.Tensor,
+        action_mask: torch.Tensor,
+        hidden: Hidden,
+        episode_start: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, Hidden, torch.Tensor]:
+        if self.aux_head is None:
+            return super().forward_sequence_aux(obs, action_mask, hidden, episode_start)
+        feat, critic_feat, new_hidden = self._features(obs, hidden, episode_start)
+        logits = mask_logits(self.policy_head(feat).float(), action_mask)
+        value = self.value_head(critic_feat).float().squeeze(-1)
+        return logits, value, new_hidden, self.aux_head(feat).float()

@@ -214,6 +214,8 @@ class AttentionActorCritic(StatelessPolicy):
         self.switch_head = Scorer(d, h, 1, 0.01)
         self.move_head = Scorer(d, h, MOVE_FORMS, 0.01)
         self.value_head = Scorer(d, h, 1, 1.0)
+        # model.aux_classes: the opponent-action head, read like the value from the context
+        self.aux_head = Scorer(d, h, cfg.aux_classes, 0.01) if cfg.aux_classes > 0 else None
 
     @property
     def state_size(self) -> int:
@@ -223,13 +225,11 @@ class AttentionActorCritic(StatelessPolicy):
         """A zero state ``(h, c)`` of ``[num_layers, batch, hidden_size]``."""
         return zero_state(self.cfg.num_layers, batch, self.cfg.hidden_size, device)
 
-    def forward_sequence(
-        self,
-        obs: torch.Tensor,
-        action_mask: torch.Tensor,
-        hidden: Hidden,
-        episode_start: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
+    def _features(
+        self, obs: torch.Tensor, hidden: Hidden, episode_start: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, Hidden]:
+        """Own, move and context tokens ``[S, K, d]`` after the transformer, the LSTM memory
+        ``[S, h]`` (``S = T * B``) and the new state."""
         steps, batch = episode_start.shape
         x, empty = self.tokens(obs.reshape(steps * batch, -1))
         key_bias = torch.where(empty, -1e4, 0.0).to(x.dtype)[:, None, None, :]
@@ -249,14 +249,49 @@ class AttentionActorCritic(StatelessPolicy):
         memory, new_hidden = run_lstm(
             self.lstm, pooled.view(steps, batch, -1), hidden, episode_start
         )
-        memory = memory.reshape(steps * batch, -1)
+        return own, moves, context, memory.reshape(steps * batch, -1), new_hidden
+
+    def _outputs(
+        self,
+        own: torch.Tensor,
+        moves: torch.Tensor,
+        context: torch.Tensor,
+        memory: torch.Tensor,
+        action_mask: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits ``[T, B, A]`` and value ``[T, B]`` from the features."""
+        steps, batch = action_mask.shape[:2]
         switch = self.switch_head(own, memory).squeeze(-1)  # [S, 6]
         move = self.move_head(moves, memory)  # [S, 4, 5]
         logits = torch.cat([switch, move.transpose(1, 2).reshape(steps * batch, -1)], dim=-1)
         value = self.value_head(context.unsqueeze(1), memory).view(-1)
         logits = mask_logits(logits.float().view(steps, batch, -1), action_mask)
-        value = value.float().view(steps, batch)
+        return logits, value.float().view(steps, batch)
+
+    def forward_sequence(
+        self,
+        obs: torch.Tensor,
+        action_mask: torch.Tensor,
+        hidden: Hidden,
+        episode_start: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
+        own, moves, context, memory, new_hidden = self._features(obs, hidden, episode_start)
+        logits, value = self._outputs(own, moves, context, memory, action_mask)
         return logits, value, new_hidden
+
+    def forward_sequence_aux(
+        self,
+        obs: torch.Tensor,
+        action_mask: torch.Tensor,
+        hidden: Hidden,
+        episode_start: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, Hidden, torch.Tensor]:
+        if self.aux_head is None:
+            return super().forward_sequence_aux(obs, action_mask, hidden, episode_start)
+        own, moves, context, memory, new_hidden = self._features(obs, hidden, episode_start)
+        logits, value = self._outputs(own, moves, context, memory, action_mask)
+        aux = self.aux_head(context.unsqueeze(1), memory).float()
+        return logits, value, new_hidden, aux.view(*episode_start.shape, -1)
 
 
 def _masked_mean(x: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:

@@ -38,3 +38,14 @@ class StatelessPolicy(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
         """``[T, B, ...]`` inputs -> logits ``[T, B, A]``, value ``[T, B]``, final state."""
         raise NotImplementedError
+
+    def forward_sequence_aux(
+        self,
+        obs: torch.Tensor,
+        action_mask: torch.Tensor,
+        hidden: Hidden,
+        episode_start: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, Hidden, torch.Tensor]:
+        """:meth:`forward_sequence` plus the auxiliary head's logits ``[T, B, aux_classes]``
+        from the same features (the learner's replay only; ``model.aux_classes > 0``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no auxiliary head")

@@ -38,3 +38,6 @@ class ModelConfig:
     token_size: int = 128
     attention_layers: int = 2
     attention_heads: int = 4
+    # auxiliary head predicting the opponent's action class (0: none, no parameters; the
+    # learner's algo.aux_coef trains it): docs/training.md
+    aux_classes: int = 0

@@ -35,12 +35,14 @@ from mapleenv.policies.spec_check import check_network
 
 
 def policy_spec(policy: torch.nn.Module) -> dict[str, Any]:
-    """What a checkpoint needs to rebuild ``policy`` without Hydra (plain values only)."""
-    return {
-        "obs_dim": policy.obs_dim,
-        "n_actions": policy.n_actions,
-        "model": dataclasses.asdict(policy.cfg),
-    }
+    """What a checkpoint needs to rebuild ``policy`` without Hydra (plain values only).
+    ``aux_classes`` is stored only for a policy that has the auxiliary head: the spec of
+    every other policy is the same as before the setting existed (older checkpoints resume,
+    older Maple reads new ones)."""
+    model = dataclasses.asdict(policy.cfg)
+    if not model.get("aux_classes"):
+        model.pop("aux_classes", None)
+    return {"obs_dim": policy.obs_dim, "n_actions": policy.n_actions, "model": model}
 
 
 def make_snapshot(policy: torch.nn.Module, encoder: str, snapshot_id: int) -> dict[str, Any]:

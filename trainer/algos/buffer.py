@@ -59,6 +59,7 @@ class ChunkBatch:
     valid: torch.Tensor
     hidden: Hidden  # state at every chunk start, ``[layers, C * N, state]``
     teacher_actions: torch.Tensor  # the teacher's action per step, -1: none
+    aux_targets: torch.Tensor  # the opponent's action class in the step's turn, -1: none
 
     @property
     def num_chunks(self) -> int:
@@ -93,6 +94,7 @@ class RolloutBuffer:
         self.episode_start = torch.zeros(t, n, device=device)
         self.actions = torch.zeros(t, n, dtype=torch.long, device=device)
         self.teacher_actions = torch.full((t, n), -1, dtype=torch.long, device=device)
+        self.aux_targets = torch.full((t, n), -1, dtype=torch.long, device=device)
         self.logp = torch.zeros(t, n, device=device)
         self.values = torch.zeros(t, n, device=device)
         self.final_values = torch.zeros(t, n, device=device)
@@ -167,4 +169,5 @@ class RolloutBuffer:
             valid=cut(valid),
             hidden=hidden,
             teacher_actions=cut(self.teacher_actions, -1),
+            aux_targets=cut(self.aux_targets, -1),
         )

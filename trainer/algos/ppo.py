@@ -9,6 +9,7 @@ with ``kickstart_coef > 0`` the loss adds ``kickstart_coef * -log pi(teacher_act
 over the steps that have a teacher action (``ChunkBatch.teacher_actions >= 0``), i.e. a
 cross-entropy toward a teacher policy (e.g. poke-env's heuristic player) whose weight the
 trainer anneals to zero, so the agent starts from the teacher's play and PPO takes over.
+With ``aux_coef > 0`` it adds the auxiliary opponent-action loss (:mod:`trainer.algos.aux`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 from torch import nn
 
 from mapleenv.policies import ActorCritic, log_prob_entropy
+from trainer.algos.aux import aux_terms
 from trainer.algos.buffer import ChunkBatch
 from trainer.algos.kickstart import kickstart_terms, teacher_log_prob
 from trainer.config import PPOConfig
@@ -35,18 +37,25 @@ class MinibatchEval:
     values: torch.Tensor
     teacher_logp: torch.Tensor  # log pi(teacher action); 0 where there is none
     teacher_agree: torch.Tensor  # 1 where the most likely action is the teacher's
+    aux_logits: torch.Tensor | None = None  # the aux head's ``[L, B, K]`` (when asked for)
 
 
-def evaluate_chunks(policy: ActorCritic, batch: ChunkBatch, idx: torch.Tensor) -> MinibatchEval:
-    """Replay chunks ``idx`` from their stored start states, one batched forward.
+def evaluate_chunks(
+    policy: ActorCritic, batch: ChunkBatch, idx: torch.Tensor, aux: bool = False
+) -> MinibatchEval:
+    """Replay chunks ``idx`` from their stored start states, one batched forward (``aux``:
+    through ``forward_sequence_aux``, which also gives the aux head's logits).
 
     The same episode-start masks as in the rollout reset the state inside chunks, so before
     any update the log-probs equal the rollout's.
     """
     hidden = tuple(h[:, idx] for h in batch.hidden)
-    logits, values, _ = policy(
-        batch.obs[:, idx], batch.action_mask[:, idx], hidden, batch.episode_start[:, idx]
-    )
+    inputs = (batch.obs[:, idx], batch.action_mask[:, idx], hidden, batch.episode_start[:, idx])
+    aux_logits = None
+    if aux:
+        logits, values, _, aux_logits = policy.forward_sequence_aux(*inputs)
+    else:
+        logits, values, _ = policy(*inputs)
     logp, entropy = log_prob_entropy(logits, batch.action_mask[:, idx], batch.actions[:, idx])
     teacher_logp, teacher_agree = teacher_log_prob(
         logits, batch.action_mask[:, idx], batch.teacher_actions[:, idx]
@@ -57,6 +66,7 @@ def evaluate_chunks(policy: ActorCritic, batch: ChunkBatch, idx: torch.Tensor) -
         values=values,
         teacher_logp=teacher_logp,
         teacher_agree=teacher_agree,
+        aux_logits=aux_logits,
     )
 
 
@@ -140,9 +150,11 @@ def ppo_update(
     autocast_bf16: bool = False,
     kickstart_coef: float = 0.0,
     pg_coef: float = 1.0,
+    aux_coef: float = 0.0,
 ) -> dict[str, float]:
     """Run ``cfg.epochs`` epochs of minibatches of chunks; returns mean statistics
-    (with ``kickstart_loss`` and ``teacher_agreement`` when the batch has teacher actions).
+    (with ``kickstart_loss`` and ``teacher_agreement`` when the batch has teacher actions,
+    ``aux_loss`` and ``aux_accuracy`` with ``aux_coef > 0``).
     ``pg_coef=0`` is behaviour cloning (``algo.bc_steps``): see :func:`ppo_losses`."""
     num_mb = max(1, min(cfg.num_minibatches, batch.num_chunks))
     advantages = _normalized_advantages(batch) if cfg.norm_adv else batch.advantages
@@ -161,7 +173,7 @@ def ppo_update(
         for idx in torch.tensor_split(perm, num_mb):
             valid = batch.valid[:, idx]
             with autocast:
-                out = evaluate_chunks(policy, batch, idx)
+                out = evaluate_chunks(policy, batch, idx, aux=aux_coef > 0)
             losses = ppo_losses(
                 out.logp,
                 batch.logp[:, idx],
@@ -184,6 +196,10 @@ def ppo_update(
                 if kickstart_coef > 0:
                     loss = loss + kickstart_coef * kick_loss
                 step_stats |= {"kickstart_loss": kick_loss, "teacher_agreement": agreement}
+            if out.aux_logits is not None:
+                aux = aux_terms(out.aux_logits, batch.aux_targets[:, idx], valid)
+                loss = loss + aux_coef * aux[0]
+                step_stats |= {"aux_loss": aux[0], "aux_accuracy": aux[1]}
 
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

@@ -69,6 +69,8 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
     )
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
+    if obj.algo.aux_coef > 0 and isinstance(obj.env, ShowdownEnvConfig):
+        obj.env.opponent_action_target = True  # the auxiliary loss's target: one key for both
     return obj
 
 
@@ -274,6 +276,7 @@ def _model_checks(cfg: TrainConfig) -> list[Check]:
         ),
         (m.hidden_size >= 1 and m.num_layers >= 1, "model.hidden_size and num_layers must be >= 1"),
         (all(s >= 1 for s in [*m.encoder_sizes, *m.head_sizes]), "layer sizes must be >= 1"),
+        (m.aux_classes >= 0, "model.aux_classes must be >= 0 (0 = no auxiliary head)"),
     ]
 
 
@@ -310,6 +313,15 @@ def _algo_checks(cfg: TrainConfig) -> list[Check]:
             "algo.gamma and gae_lambda must be in [0, 1]",
         ),
         (getattr(a, "clip_coef", 1.0) > 0, "algo.clip_coef must be > 0"),
+        (a.aux_coef >= 0, "algo.aux_coef must be >= 0 (0 = off)"),
+        (
+            a.aux_coef == 0 or cfg.model.aux_classes > 0,
+            "algo.aux_coef > 0 needs model.aux_classes > 0 (e.g. model.aux_classes=4)",
+        ),
+        (
+            a.aux_coef == 0 or isinstance(a, PPOConfig),
+            "algo.aux_coef > 0 needs algo=ppo (REINFORCE does not train the auxiliary head)",
+        ),
         (a.grad_clip_norm >= 0, "algo.grad_clip_norm must be >= 0 (0 = off)"),
     ]
 

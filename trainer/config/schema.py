@@ -151,6 +151,9 @@ class ShowdownEnvConfig(EnvConfig):
     backend: str = "auto"
     sim_hosts: int | None = None  # direct: shared simulator hosts (None: one per core)
     teacher: str | None = None  # opponent name whose choices are the kickstarting target
+    # observations also hold opponent_action (the auxiliary head's target); algo.aux_coef > 0
+    # turns it on by itself
+    opponent_action_target: bool = False
     context: str = "spawn"
     vectorization: str = "async"  # async: local AsyncVectorEnv | ray: Ray actor shards
     ray: RayShardConfig = field(default_factory=RayShardConfig)
@@ -203,6 +206,9 @@ class AlgoConfig:
     # behaviour cloning: for the first bc_steps env steps the update is the kickstarting
     # cross-entropy (weight kickstart_coef) and the value loss only, no policy gradient
     bc_steps: int = 0
+    # auxiliary loss: + coef * cross-entropy of the model.aux_classes head toward the
+    # opponent's next action class (env.opponent_action_target, set by it); 0 = off; PPO only
+    aux_coef: float = 0.0
 
 
 @dataclass

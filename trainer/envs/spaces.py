@@ -2,8 +2,9 @@
 
 Supported single-env observation spaces: ``Box`` (flattened), ``Discrete`` (one-hot) and
 ``Dict(observation=Box|Discrete, action_mask=Box)``, optionally with ``teacher_action``
-(a teacher's action per step, ``-1`` for none; the kickstarting target). The action space
-must be ``Discrete``; without an ``action_mask`` every action is legal.
+(a teacher's action per step, ``-1`` for none; the kickstarting target) and
+``opponent_action`` (a class per step, ``-1`` for none; the auxiliary head's target). The
+action space must be ``Discrete``; without an ``action_mask`` every action is legal.
 """
 
 from __future__ import annotations
@@ -23,19 +24,23 @@ class ObsAdapter:
         self.n_actions = int(action_space.n)
         self.has_mask = False
         self.has_teacher = False
+        self.aux_classes = 0  # opponent_action classes (0: no such key)
         obs_space = observation_space
         if isinstance(observation_space, spaces.Dict):
             keys = set(observation_space.spaces)
             if (
                 not {"observation", "action_mask"}
                 <= keys
-                <= {"observation", "action_mask", "teacher_action"}
+                <= {"observation", "action_mask", "teacher_action", "opponent_action"}
             ):
                 raise ValueError(
                     "a Dict observation space must have the keys 'observation' and "
-                    f"'action_mask' (and optionally 'teacher_action'), got {sorted(keys)}"
+                    "'action_mask' (and optionally 'teacher_action', 'opponent_action'), "
+                    f"got {sorted(keys)}"
                 )
             self.has_teacher = "teacher_action" in keys
+            if "opponent_action" in keys:
+                self.aux_classes = int(np.max(observation_space["opponent_action"].high)) + 1
             mask_space = observation_space["action_mask"]
             if mask_space.shape != (self.n_actions,):
                 raise ValueError(
@@ -74,6 +79,12 @@ class ObsAdapter:
         if not self.has_teacher:
             return None
         return np.asarray(obs["teacher_action"]).reshape(-1).astype(np.int64, copy=False)
+
+    def aux_target(self, obs: Any) -> np.ndarray | None:
+        """The opponent's action classes ``[N]`` int64 (-1: none), or None without them."""
+        if not self.aux_classes:
+            return None
+        return np.asarray(obs["opponent_action"]).reshape(-1).astype(np.int64, copy=False)
 
     def single(self, obs: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(obs [D], mask [A])`` for one env's observation (e.g. a ``final_obs``)."""

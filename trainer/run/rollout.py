@@ -40,6 +40,24 @@ class EpisodeStats:
     aborted: int = 0  # episodes ended by a lost simulator/server (``info["aborted"]``)
 
 
+def aux_after_step(aux: np.ndarray, done: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+    """Step ``t``'s auxiliary targets: the ``opponent_action`` of the observation after it
+    (the turn's result); at a done step, that of the episode's final observation (in
+    ``info["final_obs"]`` under same-step autoreset), -1 without one or for an aborted
+    battle (its final observation is the one before)."""
+    done_idx = np.flatnonzero(done)
+    if not len(done_idx):
+        return aux
+    aux = aux.copy()
+    final_obs = info.get("final_obs")
+    aborted = finished_values(info, done, "aborted")
+    for i in done_idx:
+        final = final_obs[i] if final_obs is not None else None
+        keep = isinstance(final, dict) and "opponent_action" in final and i not in aborted
+        aux[i] = int(np.asarray(final["opponent_action"]).reshape(-1)[0]) if keep else -1
+    return aux
+
+
 class RolloutCollector:
     """Steps ``envs`` with ``policy`` and fills a :class:`RolloutBuffer`."""
 
@@ -130,6 +148,9 @@ class RolloutCollector:
             if (truncated & ~terminated).any():
                 self._bootstrap_truncated(buffer, t, truncated & ~terminated, info, new_hidden)
             self._track_episodes(stats, rewards, done, info)
+            aux = self.adapter.aux_target(obs)
+            if aux is not None:
+                buffer.aux_targets[t] = torch.from_numpy(aux_after_step(aux, done, info))
 
             self.obs_np, self.mask_np = self.adapter.batch(obs)
             self.teacher_np = self.adapter.teacher(obs)

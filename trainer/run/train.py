@@ -51,6 +51,7 @@ from trainer.run.threads import cpu_cores, sigint_ignored, torch_threads
 log = logging.getLogger(__name__)
 
 KICKSTART_COLUMNS = ("bc", "kickstart_coef", "kickstart_loss", "teacher_agreement")
+AUX_COLUMNS = ("aux_loss", "aux_accuracy")
 
 
 def _mean(values: list[float]) -> float:
@@ -129,6 +130,12 @@ class Trainer:
         if cfg.algo.kickstart_coef > 0 and not self.adapter.has_teacher:
             raise ValueError(
                 "algo.kickstart_coef > 0 needs a teacher: set env.teacher (e.g. heuristic)"
+            )
+        classes = self.adapter.aux_classes
+        if cfg.algo.aux_coef > 0 and not 0 < classes <= cfg.model.aux_classes:
+            raise ValueError(
+                f"algo.aux_coef > 0 needs observations with opponent_action (env.kind=showdown) "
+                f"and model.aux_classes >= their {classes} classes, got {cfg.model.aux_classes}"
             )
         self.teacher = TeacherSwitch(cfg.algo, self.envs, self.adapter.has_teacher)
         self.teacher.update(self.global_step)  # a resumed run past kickstarting: off at once
@@ -283,6 +290,7 @@ class Trainer:
                 autocast_bf16=self.bf16,
                 kickstart_coef=kickstart,
                 pg_coef=0.0 if cloning else 1.0,
+                **({"aux_coef": algo.aux_coef} if algo.aux_coef > 0 else {}),  # PPO only
             )
         if self.adapter.has_teacher:
             update["bc"] = float(cloning)
@@ -324,6 +332,7 @@ class Trainer:
                 *self.envs.columns,
                 *self.evaluator.columns(),
                 *(KICKSTART_COLUMNS if self.adapter.has_teacher else ()),
+                *(AUX_COLUMNS if self.cfg.algo.aux_coef > 0 else ()),
                 *self.learner.columns,
                 *(("reward_scale",) if self.reward_norm is not None else ()),
                 *(self.selfplay.columns if self.selfplay is not None else ()),

@@ -94,6 +94,17 @@ def test_bad_values_fail_clearly(override: str, message: str) -> None:
         to_train_config(compose_cfg(override))
 
 
+def test_aux_coef_turns_on_the_env_target() -> None:
+    """One key for the loss: the env's opponent_action target follows algo.aux_coef."""
+    assert not to_train_config(compose_cfg()).env.opponent_action_target
+    cfg = to_train_config(compose_cfg("algo.aux_coef=0.5", "model.aux_classes=4"))
+    assert cfg.env.opponent_action_target and cfg.algo.aux_coef == 0.5
+    with pytest.raises(ConfigError, match="aux_coef > 0 needs model.aux_classes > 0"):
+        to_train_config(compose_cfg("algo.aux_coef=0.5"))
+    with pytest.raises(ConfigError, match="aux_coef > 0 needs algo=ppo"):
+        to_train_config(compose_cfg("algo=reinforce", "algo.aux_coef=0.5", "model.aux_classes=4"))
+
+
 @pytest.mark.integration
 def test_cli_rejects_a_bad_key_before_starting(tmp_path: Path) -> None:
     proc = subprocess.run(

@@ -96,6 +96,29 @@ def test_kickstarting_from_the_heuristic_teacher(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_auxiliary_opponent_action_head(tmp_path: Path) -> None:
+    """``algo.aux_coef`` with ``model.aux_classes``: the env labels the opponent's actions,
+    the loss trains the head, metrics.csv has aux_loss/aux_accuracy, the checkpoint keeps it."""
+    proc = run_module(
+        "trainer",
+        "+experiment=smoke",
+        f"hydra.run.dir={tmp_path}",
+        "env.backend=direct",
+        "algo.aux_coef=0.5",
+        "model.aux_classes=4",
+        "tensorboard=false",
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    rows = metrics_rows(tmp_path)
+    assert len(rows) == 3 and "kickstart_loss" not in rows[0]
+    for r in rows:
+        assert float(r["aux_loss"]) > 0 and 0 <= float(r["aux_accuracy"]) <= 1
+    policy = policy_from_snapshot(load_checkpoint(tmp_path))
+    assert policy.cfg.aux_classes == 4 and policy.aux_head is not None
+
+
+@pytest.mark.integration
 @pytest.mark.timeout(400)
 def test_attention_policy_clones_then_trains_with_self_play(tmp_path: Path) -> None:
     """model=attention on the rich encoder: a cloning phase, then PPO with the cloning loss
