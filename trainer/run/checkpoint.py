@@ -4,6 +4,7 @@ plain numbers, resume-path resolution. The loader is the project's one safe load
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import logging
@@ -13,6 +14,7 @@ import platform
 import random
 import shutil
 import tempfile
+from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from mapleenv.policies import (
     FORMAT_VERSION,
     LAST,
     CheckpointError,
+    check_network,
     load_checkpoint,
     resolve_checkpoint,
     to_plain,
@@ -153,3 +156,32 @@ def run_dir_of(checkpoint: Path) -> Path:
     if checkpoint.parent.name == CHECKPOINT_DIR:
         return checkpoint.parent.parent
     return checkpoint.parent
+
+
+def check_pool(ckpt: Mapping[str, Any], source: str) -> None:
+    """Every self-play member a checkpoint carries must be a policy whose weights fit its
+    spec (:func:`check_network`), or resuming it is one :class:`CheckpointError` line here
+    instead of a traceback in every env worker that rebuilds it."""
+    state = ckpt.get("selfplay") or {}
+    with state_must_fit(source):
+        members = list(state.get("recent", [])) + list(state.get("archive", []))
+    for member in members:
+        if not isinstance(member, Mapping):
+            raise CheckpointError(f"{source}: a self-play member is not a snapshot")
+        check_network(member, f"{source} (self-play member {member.get('id')!r})")
+
+
+@contextlib.contextmanager
+def state_must_fit(source: str) -> Iterator[None]:
+    """Restoring a checkpoint's training state (optimizer, reward normalizer, RNG, self-play
+    pool): what does not fit this run is one :class:`CheckpointError` line naming the file."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except (AttributeError, IndexError, KeyError, RuntimeError, TypeError, ValueError) as exc:
+        detail = next((line for line in str(exc).splitlines() if line.strip()), "")
+        raise CheckpointError(
+            f"{source}: its training state does not fit this run "
+            f"({type(exc).__name__}: {detail.strip()[:200]})"
+        ) from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
@@ -33,6 +34,7 @@ from trainer.evaluation import PeriodicEvaluator
 from trainer.run.checkpoint import (
     CHECKPOINT_DIR,
     LAST,
+    check_pool,
     load_checkpoint,
     remove_stale_temporaries,
     resolve_checkpoint,
@@ -40,6 +42,7 @@ from trainer.run.checkpoint import (
     run_dir_of,
     save_checkpoint,
     set_rng_state,
+    state_must_fit,
 )
 from trainer.run.device import resolve_device
 from trainer.run.metrics import ConsoleProgress, MetricsLogger, summary_line
@@ -156,7 +159,8 @@ class Trainer:
         if ckpt is not None:
             self._restore(ckpt, resume_from)
         if self.selfplay is not None:
-            self.selfplay.load_state_dict(ckpt.get("selfplay") if ckpt else None)
+            with state_must_fit(str(resume_from)) if ckpt else contextlib.nullcontext():
+                self.selfplay.load_state_dict(ckpt.get("selfplay") if ckpt else None)
             self.selfplay.start(self.policy)
         log.info(
             "policy: %s, obs %d, actions %d, %d parameters, torch threads %d (rollout), "
@@ -200,11 +204,13 @@ class Trainer:
                 f"{ckpt['policy']} vs {policy_spec(self.policy)}"
             )
         check_network(ckpt, str(path))  # weights that do not fit: one line, not a traceback
+        check_pool(ckpt, str(path))
         self.policy.load_state_dict(ckpt["model"])
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        if self.reward_norm is not None and ckpt.get("reward_norm"):
-            self.reward_norm.load_state_dict(ckpt["reward_norm"])
-        set_rng_state(ckpt["rng"])
+        with state_must_fit(str(path)):
+            self.optimizer.load_state_dict(ckpt["optimizer"])
+            if self.reward_norm is not None and ckpt.get("reward_norm"):
+                self.reward_norm.load_state_dict(ckpt["reward_norm"])
+            set_rng_state(ckpt["rng"])
         log.info(
             "resumed from %s at global step %d (iteration %d)",
             path,

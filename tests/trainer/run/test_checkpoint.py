@@ -22,11 +22,12 @@ from memory_env import (
 )
 from omegaconf import OmegaConf
 
-from mapleenv.policies import policy_from_snapshot
+from mapleenv.policies import build_policy, make_snapshot, policy_from_snapshot
 from trainer.config import ConfigError
 from trainer.envs.vector import terminate_envs
 from trainer.run.checkpoint import (
     CheckpointError,
+    check_pool,
     load_checkpoint,
     resolve_checkpoint,
     save_checkpoint,
@@ -150,6 +151,39 @@ def test_resume_with_weights_that_do_not_fit_the_spec_fails_clearly(tmp_path: Pa
     with pytest.raises(CheckpointError, match=f"its weight '{name}' has shape") as info:
         train(memory_cfg(f"total_steps={2 * ITER_STEPS}", f"resume={tmp_path}"), tmp_path)
     assert str(last) in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.integration
+def test_resume_with_an_optimizer_state_that_does_not_fit_fails_clearly(tmp_path: Path) -> None:
+    """A sent checkpoint whose optimizer state is not this network's: one line naming the
+    file (was a ValueError traceback from the optimizer)."""
+    train(memory_cfg(f"total_steps={ITER_STEPS}"), tmp_path)
+    last = tmp_path / "checkpoints" / "last.pt"
+    ckpt = load_checkpoint(last)
+    ckpt["optimizer"]["param_groups"] *= 2
+    torch.save(ckpt, last)
+    with pytest.raises(CheckpointError, match="training state does not fit") as info:
+        train(memory_cfg(f"total_steps={2 * ITER_STEPS}", f"resume={tmp_path}"), tmp_path)
+    assert str(last) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_self_play_member_whose_weights_do_not_fit_is_refused_before_any_worker() -> None:
+    policy = build_policy(8, 4, {"kind": "mlp", "encoder_sizes": [16]})
+    # as a checkpoint holds its pool: the snapshots' weights as tensors
+    good, bad = (
+        {**snap, "model": {k: torch.from_numpy(v) for k, v in snap["model"].items()}}
+        for snap in (make_snapshot(policy, "simple", i) for i in (1, 2))
+    )
+    name = next(iter(bad["model"]))
+    bad["model"][name] = torch.zeros(3, 3)
+    check_pool({"selfplay": {"recent": [good], "archive": []}}, "x.pt")  # fits: no error
+    check_pool({}, "x.pt")  # no pool: nothing to check
+    with pytest.raises(CheckpointError, match=r"x\.pt \(self-play member 2\).*has shape"):
+        check_pool({"selfplay": {"recent": [good], "archive": [bad]}}, "x.pt")
+    with pytest.raises(CheckpointError, match="not a snapshot"):
+        check_pool({"selfplay": {"recent": ["nope"], "archive": []}}, "x.pt")
+    with pytest.raises(CheckpointError, match="training state does not fit"):
+        check_pool({"selfplay": {"recent": 3}}, "x.pt")
 
 
 @pytest.mark.integration
