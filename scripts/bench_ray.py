@@ -71,7 +71,7 @@ def env_factory(
     return make_showdown_vector_env, kwargs
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -106,19 +106,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--opponent", default="random", help="the envs' opponent name (default %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=0, help="env seed (default %(default)s)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    return parser.parse_args(argv)
 
-    import ray
 
+def measure(args: argparse.Namespace, ray: Any) -> tuple[dict[str, list[float]], list[float]]:
+    """Steps/s of each timed block of the local and the Ray vector env (alternated, so both
+    see the same load) and the no-op round trips to the Ray shards after each round."""
     from mapleenv.vector.ray import RayVectorEnv
 
-    ray.init(
-        address="local",
-        num_cpus=max(2, int(args.shards * args.cpus_per_shard)),
-        include_dashboard=False,
-        log_to_driver=False,
-    )
     rng = np.random.default_rng(args.seed)
     envs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench_ray_") as tmp:
@@ -140,7 +135,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 _, last_obs[name] = time_block(env, obs, args.warmup, rng)
             rates: dict[str, list[float]] = {name: [] for name in envs}
             pings: list[float] = []
-            for _ in range(args.repeats):  # alternate so both see the same load
+            for _ in range(args.repeats):
                 for name, env in envs.items():
                     rate, last_obs[name] = time_block(env, last_obs[name], args.steps, rng)
                     rates[name].append(rate)
@@ -148,11 +143,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         finally:
             for env in envs.values():
                 env.close()
-            ray.shutdown()
+    return rates, pings
 
+
+def summary(
+    args: argparse.Namespace, rates: dict[str, list[float]], pings: list[float], ray_version: str
+) -> dict[str, Any]:
+    """The JSON result: medians, the Ray path's overhead, the machine."""
     local_sps = statistics.median(rates["local"])
     ray_sps = statistics.median(rates["ray"])
-    result = {
+    return {
         "benchmark": "ray_vs_local_vector_env",
         "env": args.env,
         "num_envs": args.num_envs,
@@ -160,8 +160,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "showdown_servers": args.shards if args.env == "showdown" else 0,
         "steps_per_block": args.steps,
         "repeats": args.repeats,
-        "local_steps_per_s": rates["local"],
-        "ray_steps_per_s": rates["ray"],
+        "local_steps_per_s": [round(r, 1) for r in rates["local"]],
+        "ray_steps_per_s": [round(r, 1) for r in rates["ray"]],
         "local_median_steps_per_s": round(local_sps, 1),
         "ray_median_steps_per_s": round(ray_sps, 1),
         "ray_over_local": round(ray_sps / local_sps, 3),
@@ -174,12 +174,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
-            "ray": ray.__version__,
+            "ray": ray_version,
         },
         "command": " ".join([sys.executable.rsplit("/", 1)[-1], *sys.argv]),
     }
-    result["local_steps_per_s"] = [round(r, 1) for r in rates["local"]]
-    result["ray_steps_per_s"] = [round(r, 1) for r in rates["ray"]]
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    import ray
+
+    ray.init(
+        address="local",
+        num_cpus=max(2, int(args.shards * args.cpus_per_shard)),
+        include_dashboard=False,
+        log_to_driver=False,
+    )
+    try:
+        rates, pings = measure(args, ray)
+    finally:
+        ray.shutdown()
+    result = summary(args, rates, pings, ray.__version__)
     print(json.dumps(result, indent=2))
     return result
 

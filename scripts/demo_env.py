@@ -23,7 +23,7 @@ import numpy as np
 import mapleenv  # noqa: F401  (registers mapleenv/Showdown-v0)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -53,7 +53,11 @@ def main() -> None:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log at INFO level (server start, connections)"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -79,7 +80,7 @@ def summarize(
     return entry
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -107,14 +108,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--warmup must be in [0, --minutes)")
     if not 0 < args.window <= (args.minutes - args.warmup) / 2:
         parser.error("--window must be in (0, (--minutes - --warmup) / 2]")
+    return args
 
-    overrides = list(args.overrides)
-    given = [o.split("=", 1)[1] for o in overrides if o.startswith("hydra.run.dir=")]
-    run_dir = Path(given[-1] if given else tempfile.mkdtemp(prefix="maple_soak_"))
-    if not given:
-        overrides.append(f"hydra.run.dir={run_dir}")
-    command = [sys.executable, "-m", "trainer", "tensorboard=false", *overrides]
-    run_dir.mkdir(parents=True, exist_ok=True)
+
+Series = dict[int, list[tuple[float, str, float]]]
+
+
+def sample_run(
+    args: argparse.Namespace, command: list[str], run_dir: Path
+) -> tuple[Series, int | None]:
+    """Start the trainer, sample every process's memory for ``--minutes`` of training, then
+    stop it with SIGTERM (it saves and closes its envs); the samples and its exit code."""
     errors = run_dir / "soak_stderr.log"  # a file, not a pipe nobody reads while it runs
     with errors.open("wb") as err:
         proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err)
@@ -124,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         tail = errors.read_text(errors="replace")[-2000:]
         return SystemExit(f"the run ended early (code {proc.returncode}): {tail}")
 
-    series: dict[int, list[tuple[float, str, float]]] = {}
+    series: Series = {}
     try:
         # the clock starts when training is under way (an iteration logged): every worker
         # and simulator exists by then, however long the start took
@@ -144,17 +148,18 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(min(args.interval, max(args.minutes * 60 - elapsed, 0.0)))
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # the trainer saves and closes its envs
+            proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+    return series, proc.returncode
 
-    processes = [
-        summarize(pid, points, args.warmup * 60, args.window * 60)
-        for pid, points in sorted(series.items())
-    ]
+
+def role_summary(processes: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per role (main, worker, node...): the largest and median growth and the steepest
+    slope among its processes that lived long enough to be measured."""
     roles: dict[str, dict[str, float]] = {}
     for kind in sorted({p["role"] for p in processes}):
         counted = [p for p in processes if p["role"] == kind and "growth_pct" in p]
@@ -165,6 +170,23 @@ def main(argv: list[str] | None = None) -> int:
                 "median_growth_pct": statistics.median(p["growth_pct"] for p in counted),
                 "max_slope_mb_per_min": max(p["slope_mb_per_min"] for p in counted),
             }
+    return roles
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    overrides = list(args.overrides)
+    given = [o.split("=", 1)[1] for o in overrides if o.startswith("hydra.run.dir=")]
+    run_dir = Path(given[-1] if given else tempfile.mkdtemp(prefix="maple_soak_"))
+    if not given:
+        overrides.append(f"hydra.run.dir={run_dir}")
+    command = [sys.executable, "-m", "trainer", "tensorboard=false", *overrides]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    series, exit_code = sample_run(args, command, run_dir)
+    processes = [
+        summarize(pid, points, args.warmup * 60, args.window * 60)
+        for pid, points in sorted(series.items())
+    ]
     print(
         json.dumps(
             {
@@ -173,8 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                 "warmup_minutes": args.warmup,
                 "interval_s": args.interval,
                 "window_minutes": args.window,
-                "exit_code": proc.returncode,
-                "roles": roles,
+                "exit_code": exit_code,
+                "roles": role_summary(processes),
                 "processes": processes,
                 "machine": {"cpu_count": psutil.cpu_count(), "loadavg": psutil.getloadavg()},
             },
