@@ -1,13 +1,15 @@
 """Time of one PPO update by torch threads and OpenMP wait policy, quiet and loaded.
 
-    python scripts/bench_update.py --modes 1,2:active,2:passive --rounds 5 --load 0,2
+    python scripts/bench_update.py --modes 2,2:passive,2:spin=10000,1 --rounds 3 --load 0,2
 
-Each mode ``THREADS[:POLICY]`` runs in its own Python process (``OMP_WAIT_POLICY`` must be
-set before torch loads OpenMP): the real ``ppo_update`` of the recipe's shape (2048 steps
-in ``--bptt`` chunks, 4 minibatches, 4 epochs) on the network a checkpoint's spec builds,
-with made-up but valid inputs. Modes alternate within every round. ``--load K`` runs K
-busy-looping processes beside it (another job on the box; 0: quiet). One JSON line per
-load: the median seconds per update of each mode, and its ratio to the first mode.
+Each mode ``THREADS[:active|passive][:spin=N]`` runs in its own Python process with that
+``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT`` (unset where the mode does not name them: libgomp's
+defaults; they must be set before torch loads OpenMP): the real ``ppo_update`` of the
+recipe's shape (2048 steps in ``--bptt`` chunks, 4 minibatches, 4 epochs) on the network a
+checkpoint's spec builds, with made-up but valid inputs. Modes alternate within every
+round. ``--load K`` runs K busy-looping processes beside it (another job on the box; 0:
+quiet). One JSON line per load: the median seconds per update of each mode, and its ratio
+to the first mode.
 """
 
 from __future__ import annotations
@@ -64,11 +66,21 @@ def _child(args: argparse.Namespace) -> None:
     print(json.dumps(times[1:]))
 
 
+def mode_env(mode: str, base: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """``THREADS[:active|passive][:spin=N]`` as the thread count and the environment of its
+    process (OpenMP's variables only where the mode names them; unset: libgomp's default)."""
+    threads, *options = mode.split(":")
+    env = {k: v for k, v in base.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    for option in options:
+        if option.startswith("spin="):
+            env["GOMP_SPINCOUNT"] = option.removeprefix("spin=")
+        else:
+            env["OMP_WAIT_POLICY"] = option.upper()
+    return threads, env
+
+
 def _run_mode(mode: str, args: argparse.Namespace) -> list[float]:
-    threads, _, wait = mode.partition(":")
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    if wait:
-        env["OMP_WAIT_POLICY"] = wait.upper()
+    threads, env = mode_env(mode, dict(os.environ))
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, __file__, "--child", "--threads", threads]
     cmd += ["--checkpoint", args.checkpoint, "--repeats", str(args.repeats)]
@@ -104,7 +116,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--modes", default="1,2:active,2:passive", help="THREADS[:POLICY],...")
+    parser.add_argument(
+        "--modes", default="2,2:passive,1", help="THREADS[:active|passive][:spin=N],..."
+    )
     parser.add_argument("--load", default="0,2", help="busy processes beside it, per line")
     parser.add_argument("--rounds", type=int, default=3, help="alternations of the modes")
     parser.add_argument("--repeats", type=int, default=2, help="updates per mode and round")

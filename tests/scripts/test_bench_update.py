@@ -14,13 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.integration
 def test_one_line_per_load_with_every_mode_timed() -> None:
-    cmd = [sys.executable, str(ROOT / "scripts" / "bench_update.py"), "--modes", "1,1:passive"]
+    cmd = [sys.executable, str(ROOT / "scripts" / "bench_update.py"), "--modes", "1,1:passive:spin=100"]
     cmd += ["--load", "0,1", "--rounds", "1", "--repeats", "1", "--steps", "64", "--bptt", "8"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [line["load_procs"] for line in lines] == [0, 1]
     for line in lines:
-        assert set(line["update_s"]) == {"1", "1:passive"}
+        assert set(line["update_s"]) == {"1", "1:passive:spin=100"}
         assert all(s > 0 for s in line["update_s"].values())
         assert line["vs_first"]["1"] == 1.0 and line["updates_per_mode"] == 1
