@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
-# Before torch loads OpenMP: the update's threads sleep at a barrier instead of spinning, so
-# a box loaded by other work slows the update by less than 2x instead of ~12x (a spinning
-# thread waits out the time slice of a descheduled one; docs/benchmarks.md, "Update
-# threads"). A value the user set wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
