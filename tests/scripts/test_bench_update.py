@@ -14,7 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.integration
 def test_one_line_per_load_with_every_mode_timed() -> None:
-    cmd = [sys.executable, str(ROOT / "scripts" / "bench_update.py"), "--modes", "1,1:passive:spin=100"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "bench_update.py"),
+        "--modes",
+        "1,1:passive:spin=100",
+    ]
     cmd += ["--load", "0,1", "--rounds", "1", "--repeats", "1", "--steps", "64", "--bptt", "8"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
