@@ -138,9 +138,7 @@ class ActorCritic(StatelessPolicy):
         episode_start: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
         feat, critic_feat, new_hidden = self._features(obs, hidden, episode_start)
-        logits = mask_logits(self.policy_head(feat).float(), action_mask)
-        value = self.value_head(critic_feat).float().squeeze(-1)
-        return logits, value, new_hidden
+        return (*self._heads(feat, critic_feat, action_mask), new_hidden)
 
     def forward_sequence_aux(
         self,
@@ -152,6 +150,12 @@ class ActorCritic(StatelessPolicy):
         if self.aux_head is None:
             return super().forward_sequence_aux(obs, action_mask, hidden, episode_start)
         feat, critic_feat, new_hidden = self._features(obs, hidden, episode_start)
-        logits = mask_logits(self.policy_head(feat).float(), action_mask)
-        value = self.value_head(critic_feat).float().squeeze(-1)
+        logits, value = self._heads(feat, critic_feat, action_mask)
         return logits, value, new_hidden, self.aux_head(feat).float()
+
+    def _heads(
+        self, feat: torch.Tensor, critic_feat: torch.Tensor, action_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits and value from the actor's and the critic's features."""
+        logits = mask_logits(self.policy_head(feat).float(), action_mask)
+        return logits, self.value_head(critic_feat).float().squeeze(-1)
