@@ -23,6 +23,7 @@ from mapleenv.policies.registry import POLICIES, build_policy
 
 MAX_LAYERS = 256  # num_layers, attention_layers, entries of encoder_sizes / head_sizes
 _COUNTS = ("num_layers", "attention_layers", "attention_heads")
+_ZERO_MEANS_NONE = ("aux_classes",)  # 0: no auxiliary head
 _DEFAULTS = {
     f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
     for f in dataclasses.fields(ModelConfig)
@@ -87,7 +88,8 @@ def _checked_model(model: Mapping[str, Any], source: str) -> dict[str, Any]:
             for size in value:
                 _positive(size, where, source)
         elif isinstance(default, int) and not isinstance(default, bool):
-            _positive(value, where, source)
+            if not (key in _ZERO_MEANS_NONE and type(value) is int and value == 0):
+                _positive(value, where, source)
             if key in _COUNTS and value > MAX_LAYERS:
                 raise CheckpointError(f"{source}: {where} must be at most {MAX_LAYERS}")
         elif type(value) is not type(default):

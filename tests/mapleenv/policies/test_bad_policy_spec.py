@@ -44,6 +44,7 @@ CASES: dict[str, tuple[Edit, str]] = {
     "model_not_a_dict": (_spec("model", [1, 2]), "policy.model must be a dict"),
     "unknown_kind": (_model("kind", "gpt"), "policy.model.kind must be one of lstm|mlp|attention"),
     "key_of_wrong_type": (_model(7, 1), "policy.model has unknown setting 7"),
+    "aux_classes_negative": (_model("aux_classes", -1), "aux_classes must be a positive"),
     "unknown_setting": (_model("layers", 3), "policy.model has unknown setting 'layers'"),
     "hidden_size_string": (_model("hidden_size", "x"), "policy.model.hidden_size must be a"),
     "hidden_size_float": (_model("hidden_size", 16.0), "policy.model.hidden_size must be a"),
@@ -97,6 +98,9 @@ def test_the_tiny_and_shipped_checkpoints_still_pass(tmp_path: Path):
     for kind in ("lstm", "mlp"):
         read_snapshot(write_tiny_checkpoint(tmp_path / f"{kind}.pt", kind=kind))
     assert read_snapshot(ROOT / "models" / "attention_ppo_gen9random.pt")["policy"]["n_actions"]
+    # aux_classes 0 means "no auxiliary head" (what the default spells out), not nonsense
+    no_head = spoiled(tmp_path, _model("aux_classes", 0), "no_head.pt")
+    assert read_snapshot(no_head)["policy"]["model"]["aux_classes"] == 0
 
 
 @pytest.mark.integration
