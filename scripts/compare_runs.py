@@ -17,20 +17,16 @@ import sys
 from pathlib import Path
 
 import matplotlib
-import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from trainer.run.curves import column, read_metrics, smooth  # noqa: E402
-
-
-def _minutes(wall_s: np.ndarray) -> np.ndarray:
-    """Training minutes at every row (``wall_s`` restarts in each resumed segment)."""
-    wall = np.nan_to_num(wall_s, nan=0.0)
-    restarts = np.append(False, wall[1:] < wall[:-1])
-    offset = np.cumsum(np.where(restarts, np.append(0.0, wall[:-1]), 0.0))
-    return (wall + offset) / 60
+from trainer.run.curves import (  # noqa: E402
+    column,
+    cumulative_seconds,
+    read_metrics,
+    smooth,
+)
 
 
 def _run(spec: str) -> tuple[str, list[dict[str, str]]]:
@@ -74,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, dict[str, float]] = {}
     for label, rows in runs:
         steps = column(rows, "global_step")
-        minutes = _minutes(column(rows, "wall_s"))
+        minutes = cumulative_seconds(column(rows, "wall_s")) / 60
         x = steps if args.x == "steps" else minutes
         summary[label] = {"steps": int(steps[-1]), "minutes": round(float(minutes[-1]), 1)}
         for ax, key in zip(axes[:, 0], keys, strict=True):
