@@ -281,6 +281,12 @@ def replay_path(directory: str | Path, battle_tag: str) -> Path:
     return Path(directory) / f"{safe_filename(battle_tag)}.html"
 
 
+def record_path(directory: str | Path, battle_tag: str) -> Path:
+    """Where the frame record of ``battle_tag`` goes in ``directory`` (the server backend's
+    ``record_dir``): a safe file name, like :func:`replay_path`."""
+    return Path(directory) / f"{safe_filename(battle_tag)}.jsonl"
+
+
 def save_replay(battle: AbstractBattle, directory: str | Path) -> Path:
     """Write ``battle``'s replay file into ``directory`` (created) under
     :func:`replay_path` (the battle tag made a safe file name: a server's room id such as

@@ -23,7 +23,7 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 from mapleenv.actions import teampreview_in_order
 from mapleenv.backends import BackendSpec, BattleAborted
 from mapleenv.opponents import opponent_battles, unique_username
-from mapleenv.paths import safe_filename
+from mapleenv.replays import record_path
 from mapleenv.showdown.package import ShowdownError
 
 logger = logging.getLogger(__name__)
@@ -429,7 +429,7 @@ class ShowdownBackend:
         if self.record_dir is None or not self.agent.frames:
             return
         self.record_dir.mkdir(parents=True, exist_ok=True)
-        path = self.record_dir / f"{safe_filename(battle.battle_tag)}.jsonl"  # a server's name
+        path = record_path(self.record_dir, battle.battle_tag)  # a server's name
         room = f">{battle.battle_tag}\n"
         frames = [f for f in self.agent.frames if f.startswith(room)]
         path.write_text("".join(json.dumps(frame) + "\n" for frame in frames))

@@ -18,7 +18,7 @@ from poke_env.battle.battle import Battle
 
 from mapleenv.limits import CapacityError, capacity, check_capacity
 from mapleenv.paths import printable, safe_filename
-from mapleenv.replays import replay_html, replay_path, save_replay
+from mapleenv.replays import record_path, replay_html, replay_path, save_replay
 from mapleenv.showdown.teams import MAX_TEAM_BYTES, MAX_TEAM_FILES, load_teams, read_teams
 
 HOSTILE = '<!--<script>alert(1)</script>--></title><b x="'  # a nickname a server may send
@@ -73,6 +73,8 @@ def test_a_room_id_with_dot_dot_cannot_leave_the_replay_folder(tmp_path: Path) -
     written = save_replay(battle, folder)  # what PokemonEnv does with replay_dir
     assert written.parent == folder and written.name == safe_filename(battle.battle_tag) + ".html"
     assert replay_path(folder, battle.battle_tag) == written
+    # the server backend's frame records (record_dir) are named the same way
+    assert record_path(folder, battle.battle_tag) == written.with_suffix(".jsonl")
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [written]
     for name in ["..", ".", "a/b", "a\\b", "x\x00y", "/etc/passwd", "", "é" * 300]:
         safe = safe_filename(name)
