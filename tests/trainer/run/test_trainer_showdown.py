@@ -91,7 +91,8 @@ def test_kickstarting_from_the_heuristic_teacher(tmp_path: Path) -> None:
     assert [float(r["kickstart_coef"]) for r in rows] == [1.0, 0.5, 0.0]
     for r in rows[:2]:
         assert float(r["kickstart_loss"]) > 0 and 0 <= float(r["teacher_agreement"]) <= 1
-    # from step 64 the weight is 0 for good: the teacher is off (tests/test_teacher_gating.py)
+    # from step 64 the weight is 0 for good: the teacher is off
+    # (tests/trainer/run/test_teacher_gating.py)
     assert rows[2]["kickstart_loss"] == rows[2]["teacher_agreement"] == ""
 
 
