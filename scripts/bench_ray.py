@@ -1,8 +1,9 @@
 """Benchmark: per-step cost of Ray shards vs the in-process vector env, same env count.
 
-Builds both vector envs once (local: `mapleenv.make_vector_env` with one server per shard /
-Gymnasium `AsyncVectorEnv`; Ray: `RayVectorEnv` with `--shards` actors, each with its own
-server, on a local Ray instance), then times them in
+Builds both vector envs once (local: `mapleenv.make_vector_env` with one simulator host, or
+server on the server backend, per shard / Gymnasium `AsyncVectorEnv`; Ray: `RayVectorEnv`
+with `--shards` actors, each with its own host or server, on a local Ray instance), then
+times them in
 alternating blocks so both see the same machine load, and prints JSON with the median
 steps/s of each, their ratio and the implied Ray round-trip per vector step.
 
@@ -54,9 +55,11 @@ def ping_ms(ray: Any, actors: list[Any], rounds: int) -> float:
 
 
 def env_factory(
-    args: argparse.Namespace, log_dir: str, servers: int = 1
+    args: argparse.Namespace, log_dir: str, processes: int = 1
 ) -> tuple[Any, dict[str, Any]]:
-    """(env_fn, kwargs) building one vector env, locally or inside a shard."""
+    """(env_fn, kwargs) building one vector env, locally or inside a shard, with
+    ``processes`` simulator hosts (direct backend) or servers (server backend), so both
+    sides of the comparison run as many as the Ray path has in all."""
     if args.env == "cartpole":
         fn = functools.partial(gym.make_vec, "CartPole-v1")
         return fn, {"vectorization_mode": "async", "vector_kwargs": {"context": "spawn"}}
@@ -66,7 +69,8 @@ def env_factory(
         "battle_format": args.battle_format,
         "opponent": args.opponent,
         "log_dir": log_dir,
-        "servers": servers,
+        "servers": processes,
+        "sim_hosts": processes,
     }
     return make_showdown_vector_env, kwargs
 
@@ -118,7 +122,7 @@ def measure(args: argparse.Namespace, ray: Any) -> tuple[dict[str, list[float]],
     envs: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench_ray_") as tmp:
         try:
-            # as many Showdown servers locally as the Ray path has (one per shard)
+            # as many hosts/servers locally as the Ray path has (one per shard)
             env_fn, kwargs = env_factory(args, os.path.join(tmp, "local"), args.shards)
             envs["local"] = env_fn(num_envs=args.num_envs, **kwargs)
             env_fn, kwargs = env_factory(args, os.path.join(tmp, "ray"))
@@ -157,7 +161,7 @@ def summary(
         "env": args.env,
         "num_envs": args.num_envs,
         "shards": args.shards,
-        "showdown_servers": args.shards if args.env == "showdown" else 0,
+        "simulator_processes": args.shards if args.env == "showdown" else 0,
         "steps_per_block": args.steps,
         "repeats": args.repeats,
         "local_steps_per_s": [round(r, 1) for r in rates["local"]],
