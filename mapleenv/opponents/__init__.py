@@ -5,7 +5,9 @@ the env calls its ``choose_move(battle)`` synchronously on the opponent's own vi
 the battle. Names:
 
 * ``random`` (``RandomPlayer``), ``max_power`` (``MaxBasePowerPlayer``),
-  ``heuristic`` (``SimpleHeuristicsPlayer``);
+  ``heuristic`` (``SimpleHeuristicsPlayer``): poke-env's baselines;
+* ``calc`` (:class:`~mapleenv.opponents.calc.CalcPlayer`): a 1-ply damage-calculator
+  player, held out from the training recipes (for evaluation);
 * ``prefix:argument`` for a factory added with :func:`register_opponent`.
   Registration must happen in the process that builds the env: pass the registering
   module in the env's ``plugins`` (imported by the env) when envs run in workers.
@@ -28,6 +30,8 @@ from typing import Any
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.ps_client import AccountConfiguration
 
+from mapleenv.opponents.calc import CalcPlayer
+
 # Modules imported (once) when an unknown opponent prefix is asked for.
 PLUGIN_MODULES: tuple[str, ...] = ("mapleenv.opponents.policy", "mapleenv.opponents.mix")
 
@@ -35,6 +39,7 @@ BASELINES: dict[str, type[Player]] = {
     "random": RandomPlayer,
     "max_power": MaxBasePowerPlayer,
     "heuristic": SimpleHeuristicsPlayer,
+    "calc": CalcPlayer,
 }
 
 # The rest of the package's face, imported on first use (mix and policy register
