@@ -4,8 +4,10 @@ The rich2 encoder's ``move_futility`` block (docs/observation.md). Move data (ca
 target, flags, healing, status, side conditions, weather, terrain, boosts, immunity
 rules) comes from poke-env's ``Move``, type matchups from its type chart; what poke-env
 does not know (which abilities block which moves, which statuses a type is immune to)
-is the small tables below. Everything is judged from what our side can see: an
-opponent's unknown ability is a risk (:attr:`Futility.ability_risk`), not a certainty.
+is the small tables below; conditions that depend on earlier turns (Sleep Clause, Encore,
+Protect twice in a row) are in :mod:`~mapleenv.encoders.rich.futility_history`. Everything
+is judged from what our side can see: an opponent's unknown ability is a risk
+(:attr:`Futility.ability_risk`), not a certainty.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ from poke_env.battle import (
 from poke_env.battle.side_condition import STACKABLE_CONDITIONS
 
 from mapleenv.encoders.rich import dex
+from mapleenv.encoders.rich.futility_history import (
+    encore_fails,
+    stalling_risky,
+    status_prevented,
+)
 
 T = PokemonType
 NEEDS_SLEEP = frozenset({"sleeptalk", "snore"})
@@ -209,9 +216,24 @@ def _self_boosts_maxed(me: Pokemon, m: MoveData) -> bool:
     return bool(ups) and all(me.boosts.get(stat, 0) >= 6 for stat in ups)
 
 
+def effective_priority(me: Pokemon, m: MoveData) -> int:
+    """``m``'s priority once our ability changes it (Prankster, Gale Wings, Triage)."""
+    ability = me.ability
+    if ability == "prankster" and m.category is MoveCategory.STATUS:
+        return m.priority + 1
+    if ability == "galewings" and m.type is T.FLYING and _full_hp(me):
+        return m.priority + 1
+    if ability == "triage" and "heal" in m.flags:
+        return m.priority + 3
+    return m.priority
+
+
 def user_state_futile(battle: AbstractBattle, me: Pokemon, m: MoveData) -> bool:
-    """Whether our own Pokémon, side or the field makes ``m`` fail."""
+    """Whether our own Pokémon, side or the field makes ``m`` fail (a Protect-like move
+    right after a successful one counts: it fails 2 times in 3)."""
     move_id = m.id
+    if stalling_risky(me, move_id):
+        return True
     if move_id in NEEDS_SLEEP:
         return me.status is not Status.SLP and me.ability != "comatose"
     if move_id == "substitute":
@@ -255,10 +277,15 @@ def _grounded(battle: AbstractBattle, mon: Pokemon) -> bool:
 
 def target_state_futile(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData) -> bool:
     """Whether the target's state, side or terrain makes ``m`` fail (abilities apart)."""
-    if m.priority > 0 and Field.PSYCHIC_TERRAIN in battle.fields and _grounded(battle, opp):
+    priority = effective_priority(me, m)
+    if priority > 0 and Field.PSYCHIC_TERRAIN in battle.fields and _grounded(battle, opp):
         return True
     if m.category is not MoveCategory.STATUS:
         return False
+    if m.id == "strengthsap" and opp.boosts.get("atk", 0) <= -6:
+        return True
+    if m.id == "encore" and encore_fails(battle, me, opp, priority):
+        return True
     if (
         Effect.SUBSTITUTE in opp.effects
         and "bypasssub" not in m.flags
@@ -274,7 +301,7 @@ def target_state_futile(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: Mo
     status = m.status
     if status is None and volatile is not Effect.YAWN:
         return False
-    if opp.status is not None:
+    if opp.status is not None or status_prevented(m.category, status, battle):
         return True
     protected = SideCondition.SAFEGUARD in battle.opponent_side_conditions
     if protected and me.ability != "infiltrator":
@@ -295,6 +322,8 @@ def type_immune(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData) 
     types = current_types(opp)
     if m.id == "leechseed" or "powder" in m.flags:
         return T.GRASS in types
+    if T.DARK in types and me.ability == "prankster" and m.category is MoveCategory.STATUS:
+        return True  # gen 7+: Dark types are immune to Prankster-boosted moves
     if m.category is MoveCategory.STATUS and not m.checks_immunity:
         return False  # status moves ignore type immunities unless the data says not
     ignored = m.ignore_immunity
@@ -309,15 +338,17 @@ def type_immune(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData) 
     return dex.effectiveness(battle.gen, m.type, types) == 0
 
 
-def ability_blocks(ability: str, battle: AbstractBattle, opp: Pokemon, m: MoveData) -> bool:
-    """Whether the target's ``ability`` (an id) blocks ``m``."""
+def ability_blocks(
+    ability: str, battle: AbstractBattle, opp: Pokemon, m: MoveData, priority: int
+) -> bool:
+    """Whether the target's ``ability`` (an id) blocks ``m`` used at ``priority``."""
     typed = TYPE_ABILITIES.get(ability)
     if typed is not None and m.type is typed:
         return True
     flag = FLAG_ABILITIES.get(ability)
     if flag is not None and flag in m.flags:
         return True
-    if ability in PRIORITY_BLOCKERS and m.priority > 0:
+    if ability in PRIORITY_BLOCKERS and priority > 0:
         return True
     if m.category is MoveCategory.STATUS:
         if ability == "goodasgold" or (ability == "magicbounce" and "reflectable" in m.flags):
@@ -352,14 +383,15 @@ def move_futility(
         return Futility(user_state=user, needs_target_attack=needs_attack)
     immune = False
     risk = 0.0
+    priority = effective_priority(me, m)
     if me.ability not in MOLD_BREAKERS:
         if opp.ability:
-            immune = ability_blocks(opp.ability, battle, opp, m)
+            immune = ability_blocks(opp.ability, battle, opp, m, priority)
             risk = float(immune)
         else:
             abilities = list(candidate_abilities or opp.possible_abilities or ())
             if abilities:
-                blocked = sum(ability_blocks(a, battle, opp, m) for a in abilities)
+                blocked = sum(ability_blocks(a, battle, opp, m, priority) for a in abilities)
                 risk = blocked / len(abilities)
     return Futility(
         user_state=user,

@@ -131,3 +131,106 @@ def test_sucker_punch_is_a_risk_not_a_failure() -> None:
 def test_every_self_heal_is_futile_at_full_hp(move_id) -> None:
     assert flags(single((move_id,)), move_id).user_state
     assert not flags(single((move_id,), hp=0.6), move_id).futile
+
+
+SLEEP_CLAUSE = "|rule|Sleep Clause Mod: Limit one foe put to sleep"
+
+
+@pytest.mark.parametrize(
+    ("events", "futile"),
+    [
+        ((SLEEP_CLAUSE,), False),  # nobody sleeps
+        ((SLEEP_CLAUSE, "|-status|p2a: Snorlax|slp|[from] move: Sleep Powder"), True),
+        (
+            (
+                SLEEP_CLAUSE,
+                "|-status|p2a: Snorlax|slp|[from] ability: Effect Spore|[of] p1a: Clefable",
+            ),
+            True,
+        ),
+        ((SLEEP_CLAUSE, "|-status|p2a: Snorlax|slp|[from] move: Rest"), False),  # self-inflicted
+        (("|-status|p2a: Snorlax|slp|[from] move: Spore",), False),  # format without the clause
+        ((SLEEP_CLAUSE, "|-status|p2a: Snorlax|slp", "|faint|p2a: Snorlax"), False),
+    ],
+)
+def test_sleep_clause_fails_sleep_moves_while_a_foe_sleeps(events, futile) -> None:
+    battle = make_battle(
+        [own_mon("Clefable", moves=("spore",), active=True)],
+        [("Snorlax", 84, 100), ("Blissey", 88, 100)],
+        events=events,
+    )
+    assert battle.opponent_active_pokemon.species == "blissey"
+    assert flags(battle, "spore").target_state is futile
+    assert flags(battle, "hypnosis").target_state is futile
+    assert not flags(battle, "thunderwave").futile  # the clause is about sleep only
+
+
+def test_sleep_clause_counts_the_latest_sleep_only() -> None:
+    slept = "|-status|p2a: Snorlax|slp|[from] move: Spore"
+    woke = "|-curestatus|p2a: Snorlax|slp|[msg]"
+    rested = "|-status|p2a: Snorlax|slp|[from] move: Rest"
+    battle = make_battle(
+        [own_mon("Clefable", moves=("spore",), active=True)],
+        [("Snorlax", 84, 100), ("Blissey", 88, 100)],
+        events=(SLEEP_CLAUSE, slept, woke, rested),
+    )
+    assert not flags(battle, "spore").futile
+
+
+def encore_battle(events=(), ability="pressure", opponent=("Blissey", 88, 100)):
+    return single(("encore",), opponent=opponent, events=events, ability=ability)
+
+
+def test_encore_fails_before_the_target_moved_only_if_we_move_first() -> None:
+    # Blissey (L88) outspeeds our Clefable (L80): it moves first, Encore can work
+    assert not flags(encore_battle(), "encore").futile
+    assert flags(encore_battle(ability="prankster"), "encore").target_state
+    slow = encore_battle(opponent=("Snorlax", 84, 100))  # Snorlax is slower
+    assert flags(slow, "encore").target_state
+    trick_room = encore_battle(
+        opponent=("Snorlax", 84, 100), events=("|-fieldstart|move: Trick Room",)
+    )
+    assert not flags(trick_room, "encore").futile
+
+
+def test_encore_needs_an_encorable_last_move() -> None:
+    used = ("|move|p2a: Blissey|Soft-Boiled|p2a: Blissey",)
+    assert not flags(encore_battle(used, ability="prankster"), "encore").futile
+    talk = ("|move|p2a: Blissey|Sleep Talk|p2a: Blissey",)
+    assert flags(encore_battle(talk), "encore").target_state
+    encored = (*used, "|-start|p2a: Blissey|Encore")
+    assert flags(encore_battle(encored), "encore").target_state
+    switched = (*used, "|switch|p2a: Snorlax|Snorlax, L84|100/100")
+    battle = encore_battle(switched, ability="prankster")
+    assert battle.opponent_active_pokemon.species == "snorlax"
+    assert flags(battle, "encore").target_state  # Snorlax has not moved since it came in
+
+
+def test_strength_sap_fails_at_minus_six_attack() -> None:
+    five = single(("strengthsap",), events=("|-unboost|p2a: Blissey|atk|5",))
+    assert not flags(five, "strengthsap").futile
+    six = single(("strengthsap",), events=("|-unboost|p2a: Blissey|atk|6",))
+    assert flags(six, "strengthsap").target_state
+
+
+def test_protect_right_after_a_successful_protect_counts_as_failing() -> None:
+    protected = ("|move|p1a: Clefable|Protect|p1a: Clefable", "|-singleturn|p1a: Clefable|Protect")
+    battle = single(("protect", "moonblast"), events=protected)
+    assert flags(battle, "protect").user_state and flags(battle, "kingsshield").user_state
+    assert not flags(battle, "moonblast").futile
+    attacked = (*protected, "|move|p1a: Clefable|Moonblast|p2a: Blissey")
+    assert not flags(single(("protect", "moonblast"), events=attacked), "protect").futile
+    failed = ("|move|p1a: Clefable|Protect|p1a: Clefable|[still]", "|-fail|p1a: Clefable")
+    assert not flags(single(("protect",), events=failed), "protect").futile
+    assert not flags(single(("protect",)), "protect").futile
+
+
+def test_prankster_status_moves_into_dark_types_and_psychic_terrain() -> None:
+    umbreon = single(("thunderwave",), opponent=("Umbreon", 84, 100), ability="prankster")
+    assert flags(umbreon, "thunderwave").type_immune
+    assert not flags(umbreon, "moonblast").futile
+    assert not flags(single(("thunderwave",), opponent=("Umbreon", 84, 100)), "thunderwave").futile
+    terrain = ("|-fieldstart|move: Psychic Terrain",)
+    prankster = single(("thunderwave",), events=terrain, ability="prankster")
+    assert flags(prankster, "thunderwave").target_state
+    assert not flags(single(("thunderwave",), events=terrain), "thunderwave").futile
