@@ -141,6 +141,27 @@ RICH2_INTRO = """
 """
 
 
+FUTILITY_NOTES = """
+The flags judge only what our side can see, so some are approximations:
+
+* Sleep Clause Mod counts when the battle's `|rule|` lines name it (random battles do): a
+  sleep move (Spore, Sleep Powder, Hypnosis...) is futile while another opposing Pokémon
+  with HP left sleeps, unless the protocol log's latest sleep line for it says
+  `[from] move: Rest` (Showdown's own exception: a sleep its side caused). Yawn is not
+  flagged: it still makes the target drowsy, and the sleeper may wake before Yawn ends.
+* Encore fails on a target whose last move since it came in is one Encore cannot repeat
+  (Encore, Sleep Talk, Struggle, Transform, Mimic, Metronome... Showdown's `failencore`)
+  or has no PP left, or that has used no move yet and will not act before us: our move
+  has higher priority (Prankster counts) or we are faster by the `speed` block's estimate
+  (Trick Room reversed). An unseen Choice Scarf or a priority move of theirs can make
+  Encore work where the flag says it fails.
+* A Protect-like move (Protect, Detect, Endure, King's Shield, Spiky Shield, Baneful
+  Bunker, Burning Bulwark, Obstruct, Silk Trap) right after a successful protecting move
+  (Quick and Wide Guard count) is set in `user_state`, though it still works 1 time in 3
+  (1 in 9 after two...): the flag marks it as most likely failing.
+"""
+
+
 def _feature_table(title: str, block: layout.Block) -> str:
     rows = [f"\n## {title} (width {block.width})\n\n| feature | size | range | scaling |\n"]
     rows.append("|---|---|---|---|\n")
@@ -158,7 +179,10 @@ def _rich2() -> str:
             f"| {block.description} |\n"
         )
     parts.append(f"| **total** | **{lay.size}** | | |\n")
-    parts += [_feature_table(f"`{b.name}`", b) for b in layout.RICH2_BLOCKS]
+    for b in layout.RICH2_BLOCKS:
+        parts.append(_feature_table(f"`{b.name}`", b))
+        if b.name == "move_futility":
+            parts.append(FUTILITY_NOTES)
     return "".join(parts)
 
 

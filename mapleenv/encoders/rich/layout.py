@@ -256,19 +256,25 @@ FUTILITY = (
         "user_state",
         "1 if our side's state makes it fail: Sleep Talk/Snore awake, Substitute up or HP <= "
         "1/4, Fake Out-like past the first turn out, healing or Rest at full HP, Rest asleep, "
-        "hazard at max layers, screen/weather/terrain already up, boosts already +6",
+        "hazard at max layers, screen/weather/terrain already up, boosts already +6; "
+        "a Protect-like move right after a successful one (it works 1 time in 3 only)",
     ),
     _flag(
         "target_state",
         "1 if the target's state makes it fail: a status move into a statused target, a "
         "status-immune type (Toxic/Poison-Steel, Will-O-Wisp/Fire, paralysis/Electric), "
         "Safeguard, Misty (Electric for sleep) Terrain on a grounded target, a substitute, "
-        "a volatile it already has, Safety Goggles vs powder; priority into Psychic Terrain",
+        "a volatile it already has, Safety Goggles vs powder; a sleep move under Sleep "
+        "Clause Mod while another foe sleeps (not from its own Rest); Encore when the "
+        "target's last move cannot be encored, or it has not moved since it came in and we "
+        "move first; Strength Sap at -6 Attack; priority (Prankster, Gale Wings, Triage "
+        "included) into Psychic Terrain",
     ),
     _flag(
         "type_immune",
         "1 if the target's current types are immune (damaging moves, Thunder Wave, powder "
-        "vs Grass, Leech Seed vs Grass), or a Ground move vs Air Balloon",
+        "vs Grass, Leech Seed vs Grass, Prankster status moves vs Dark), or a Ground move "
+        "vs Air Balloon",
     ),
     _flag(
         "ability_immune",
