@@ -67,14 +67,18 @@ def _rested(battle: AbstractBattle, ident: str) -> bool:
     return False
 
 
-def sleep_clause_blocks(battle: AbstractBattle) -> bool:
+def sleep_clause_blocks(battle: AbstractBattle, skip: Pokemon | None = None) -> bool:
     """Whether Sleep Clause Mod blocks putting the opposing active to sleep now: the format
     has it (the battle's ``|rule|`` lines) and another foe with HP left sleeps from
-    something other than its own Rest (Showdown's ``sleepclausemod``)."""
+    something other than its own Rest (Showdown's ``sleepclausemod``); ``skip``: a foe
+    not counted."""
     if not any(rule.startswith(SLEEP_CLAUSE) for rule in battle.rules):
         return False
     return any(
-        mon.status is Status.SLP and mon.current_hp > 0 and not _rested(battle, ident)
+        mon is not skip
+        and mon.status is Status.SLP
+        and mon.current_hp > 0
+        and not _rested(battle, ident)
         for ident, mon in battle.opponent_team.items()
     )
 
