@@ -201,7 +201,7 @@ class PokemonEnv(gymnasium.Env):
     # -- observation
     def _observe(self, battle: Battle, first: bool = False) -> dict[str, np.ndarray]:
         """The observation of ``battle``'s current decision (``first``: of the battle)."""
-        self._legal = legal_actions(battle)
+        self._legal = self._legal_actions(battle)
         obs = self.encoder.encode(battle)
         np.clip(
             obs,
@@ -220,6 +220,16 @@ class PokemonEnv(gymnasium.Env):
             label = reader.reset(battle) if first else reader.read(battle)
             self._last_obs["opponent_action"] = np.array([label], dtype=np.int64)
         return self._last_obs
+
+    def _legal_actions(self, battle: Battle) -> dict[int, BattleOrder]:
+        """The legal actions of ``battle``'s decision; with ``mask_futile``, less the moves
+        that surely fail (:func:`mapleenv.encoders.rich.certain.without_futile`)."""
+        legal = legal_actions(battle)
+        if not self.env_spec.mask_futile:
+            return legal
+        from mapleenv.encoders.rich.certain import without_futile  # loads the move data
+
+        return without_futile(legal, battle)
 
     def _teacher_action(self, battle: Battle) -> int:
         """The teacher's choice for this decision as a legal action index (-1: none, or the

@@ -86,6 +86,10 @@ class EnvSpec:
         plugins: modules imported first in every process that builds envs.
         record_dir: server backend: each battle's websocket frames (JSONL) go there.
         replay_dir: each finished battle's HTML replay goes there.
+        mask_futile: drop the moves that surely fail this turn from ``action_mask`` and
+            the legal actions (Rest at full HP, a status move into a statused target...;
+            :func:`mapleenv.encoders.rich.certain.surely_fails`, docs/observation.md
+            "Masking futile moves"); never every action. Off: the exact legal mask.
         battle_log: ``info`` at an episode's end also carries ``battle_log``, the battle's
             protocol lines as the agent saw them (what evaluation counts play quality from).
         servers: vector envs: local Showdown servers started for the envs.
@@ -116,6 +120,7 @@ class EnvSpec:
     plugins: Sequence[str] = ()
     record_dir: str | None = None
     replay_dir: str | None = None
+    mask_futile: bool = False
     battle_log: bool = False
     servers: int = 1
     sim_hosts: int | None = None

@@ -6,7 +6,8 @@ worker**. It encodes its own view of the battle with the encoder the policy was 
 with, masks illegal actions exactly as the env does (:mod:`mapleenv.actions`), and keeps
 its own recurrent state ``[layers, 1, hidden]`` per battle, zeroed at the battle's first
 decision. It samples its actions from the policy (as in training) or plays greedily
-(argmax).
+(argmax). With ``mask_futile`` (``python -m trainer.play``'s key) it also masks the moves
+that surely fail, as the env's ``mask_futile`` does.
 The network runs as its traced batch-1 step (:func:`mapleenv.policies.batch1_step`,
 about half the CPU of the eager forward; eager where a trace would not match it).
 
@@ -108,6 +109,7 @@ class PolicyOpponent(Player):
         sample: bool = True,
         seed: int | None = None,
         name: str = "policy",
+        mask_futile: bool = False,
         **player_kwargs: Any,
     ):
         import torch
@@ -119,6 +121,7 @@ class PolicyOpponent(Player):
         super().__init__(start_listening=False, **player_kwargs)
         self.name = name
         self.sample = sample
+        self.mask_futile = mask_futile  # as the env's setting: no move that surely fails
         self.pool: list[FrozenPolicy] = list(policies)
         self._rng = np.random.default_rng(seed)
         self._generator = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
@@ -209,6 +212,10 @@ class PolicyOpponent(Player):
         start = tag not in self._states
         policy, state = self._start_battle(tag) if start else self._states[tag]
         legal = legal_actions(battle)  # type: ignore[arg-type]
+        if self.mask_futile and legal:
+            from mapleenv.encoders.rich.certain import without_futile  # loads the move data
+
+            legal = without_futile(legal, battle)
         if policy is None or not legal:
             if policy is None and not self._warned_empty:
                 logger.warning("%s: no policy in the pool yet; playing random moves", self.name)

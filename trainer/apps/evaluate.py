@@ -24,7 +24,7 @@ from mapleenv.policies import (
     snapshot_encoder,
     snapshot_plugins,
 )
-from trainer.config import EvaluateConfig, PeriodicEvalConfig, team_path
+from trainer.config import EvaluateConfig, PeriodicEvalConfig, checkpoint_mask_futile, team_path
 from trainer.evaluation import (
     OpponentResult,
     PeriodicEvaluator,
@@ -74,6 +74,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     encoder = snapshot_encoder(checkpoint)
     plugins = list(cfg.plugins)
     max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
+    mask_futile = checkpoint_mask_futile(cfg.mask_futile, env_cfg)
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
     replay_dir = output.parent / "replays" if cfg.save_replays else None
     console = Console(stderr=True)
@@ -104,6 +105,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
             device=device,
             seed=cfg.seed,
             max_turns=max_turns,
+            mask_futile=mask_futile,
             backend=cfg.backend,
             server_url=cfg.server_url,
             log_dir=output_dir / "showdown",
@@ -121,6 +123,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
         policy="sampled" if cfg.sample else "greedy",
         seed=cfg.seed,
         max_turns=max_turns,
+        mask_futile=mask_futile,
     )
     write_json(output, document)
     Console().print(results_table(results, title=f"{cfg.checkpoint} ({document['policy']})"))

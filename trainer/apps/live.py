@@ -16,7 +16,7 @@ from typing import Any
 
 from mapleenv.paths import printable, read_small_file
 from trainer.apps.guard import RefusalWatch
-from trainer.config import PlayConfig, team_path
+from trainer.config import PlayConfig, checkpoint_mask_futile, team_path
 
 log = logging.getLogger("trainer.play")
 
@@ -146,7 +146,8 @@ def build_player(
     password: str | None = None,
 ) -> Any:
     """The listening policy player for ``checkpoint`` (connecting and logging in);
-    ``setup`` is :func:`battle_setup`'s result (made here when not given)."""
+    ``setup`` is :func:`battle_setup`'s result (made here when not given). It masks the
+    moves that surely fail when ``mask_futile`` says so (default: as the checkpoint's run)."""
     from poke_env.ps_client import AccountConfiguration
 
     from mapleenv.opponents import FrozenPolicy
@@ -154,9 +155,11 @@ def build_player(
     battle_format, team = setup if setup is not None else battle_setup(cfg, checkpoint)
     policy = FrozenPolicy.from_snapshot(checkpoint)
     player_class = _make_player_class()
+    env_cfg = (checkpoint.get("config") or {}).get("env") or {}
     return player_class(
         [policy],
         sample=cfg.sample,
+        mask_futile=checkpoint_mask_futile(cfg.mask_futile, env_cfg),
         seed=cfg.seed,
         name=cfg.username or DEFAULT_USERNAME,
         on_result=on_result,

@@ -269,6 +269,7 @@ def _write_results(
         "username": username,
         "battle_format": player.format if player else None,
         "policy": "sampled" if cfg.sample else "greedy",
+        "mask_futile": bool(player.mask_futile) if player else None,
         "interrupted": interrupted,
         "battles": [asdict(r) for r in results],
         "wins": sum(r.result == "won" for r in results),

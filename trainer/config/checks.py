@@ -181,6 +181,14 @@ def team_path(value: str | None) -> str | None:
     return to_absolute_path(str(value))
 
 
+def checkpoint_mask_futile(value: bool | None, env_cfg: Any) -> bool:
+    """``mask_futile=`` of evaluate and play: as given, else the checkpoint's
+    ``env.mask_futile`` (``env_cfg``: its saved ``config.env``; off for runs without it)."""
+    if value is not None:
+        return bool(value)
+    return bool((env_cfg or {}).get("mask_futile", False))
+
+
 def _check_teams(env: EnvConfig) -> list[str]:
     """Makes ``env.team``/``env.opponent_team`` absolute, and reads and validates them with
     the pinned simulator's validator (the file and Showdown's message on failure)."""

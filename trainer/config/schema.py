@@ -98,6 +98,7 @@ class EvaluateConfig:
     team: str | None = None  # team file or folder; default: the checkpoint's env.team
     opponent_team: str | None = None  # default: the checkpoint's env.opponent_team (or team)
     max_turns: int | None = None  # default: the checkpoint's env.max_turns
+    mask_futile: bool | None = None  # default: the checkpoint's env.mask_futile
     backend: str = "auto"  # auto (direct, or server with server_url) | server | direct
     server_url: str | None = None  # use this server instead of starting one
     # modules imported here and in every env worker (custom opponents, encoders); the
@@ -154,6 +155,9 @@ class ShowdownEnvConfig(EnvConfig):
     # observations also hold opponent_action (the auxiliary head's target); algo.aux_coef > 0
     # turns it on by itself
     opponent_action_target: bool = False
+    # drop moves that surely fail this turn from the action mask (docs/observation.md,
+    # "Masking futile moves"); off: the exact legal mask
+    mask_futile: bool = False
     context: str = "spawn"
     vectorization: str = "async"  # async: local AsyncVectorEnv | ray: Ray actor shards
     ray: RayShardConfig = field(default_factory=RayShardConfig)
@@ -278,6 +282,7 @@ class PlayConfig:
     battle_format: str | None = None  # default: the checkpoint's
     team: str | None = None  # team file or folder (gen9ou...); default: the checkpoint's env.team
     sample: bool = True  # False: greedy (argmax over legal actions)
+    mask_futile: bool | None = None  # default: the checkpoint's env.mask_futile
     seed: int | None = None
     port: int | None = None  # server=local: fixed port (default a free one)
     max_concurrent_battles: int = 1

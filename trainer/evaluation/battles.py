@@ -116,6 +116,7 @@ def evaluate_policy(
     device: torch.device | str = "cpu",
     seed: int = 0,
     max_turns: int | None = None,
+    mask_futile: bool = False,
     backend: str = "auto",
     server_url: str | None = None,
     log_dir: str | Path | None = None,
@@ -129,7 +130,8 @@ def evaluate_policy(
     backend and no ``server_url``, one local server serves all opponents. ``team`` and
     ``opponent_team`` (formats without random teams) are team files or folders, read and
     validated once for all opponents. ``plugins``: modules imported first and in every env
-    worker (``docs/extending.md``).
+    worker (``docs/extending.md``). ``mask_futile``: the env setting (moves that surely fail
+    are masked).
     """
     import dataclasses
 
@@ -149,6 +151,7 @@ def evaluate_policy(
         log_dir=log_dir,
         encoder=encoder,
         max_turns=max_turns,
+        mask_futile=mask_futile,
         backend=None if backend == "auto" else backend,
         plugins=list(plugins),
     )

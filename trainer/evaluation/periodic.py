@@ -68,6 +68,7 @@ class PeriodicEvaluator:
             device=device,
             seed=self.seed + iteration,
             max_turns=env.max_turns,
+            mask_futile=bool(getattr(env, "mask_futile", False)),
             backend=env.backend,
             server_url=env.server_url,
             log_dir=self.run_dir / "showdown",

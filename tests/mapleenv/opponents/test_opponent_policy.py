@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from builders import write_tiny_checkpoint
+from builders import make_battle, own_mon, write_tiny_checkpoint
 from conftest import RECORDED_BATTLES, replay_decisions, synthetic_battle
 
 from mapleenv.actions import legal_actions, mask_from_legal
@@ -115,6 +115,27 @@ def test_sampling_opponent_stays_legal_and_is_seeded(checkpoint):
     first = play(1)
     assert play(1) == first
     assert any(play(seed) != first for seed in (2, 3, 4))
+
+
+def test_mask_futile_opponent_never_plays_a_move_that_surely_fails(checkpoint):
+    """``mask_futile`` (play's key): Rest at full HP and Sleep Talk while awake are never
+    chosen, though the plain mask offers them."""
+    battle = make_battle(
+        [
+            own_mon("Clefable", moves=("rest", "sleeptalk", "moonblast"), active=True),
+            own_mon("Blissey", moves=("seismictoss",)),
+        ],
+        [("Garchomp", 77, 100)],
+    )
+    policy = FrozenPolicy.from_snapshot(read_snapshot(checkpoint))
+
+    def choices(mask_futile: bool) -> set[str]:
+        player = PolicyOpponent([policy], mask_futile=mask_futile, seed=0)
+        return {player.choose_move(battle).message.split()[2] for _ in range(60)}
+
+    masked, plain = choices(True), choices(False)
+    assert masked and not masked & {"rest", "sleeptalk"}
+    assert plain & {"rest", "sleeptalk"}
 
 
 def test_bad_policy_names_fail_clearly(tmp_path, checkpoint):

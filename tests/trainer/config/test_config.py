@@ -145,3 +145,29 @@ def test_the_env_refuses_an_unknown_format_before_starting_a_simulator() -> None
 
     with pytest.raises(ValueError, match="unknown battle format 'gen9randombatle'; closest"):
         PokemonEnv("gen9randombatle", backend="direct")
+
+
+def test_mask_futile_is_an_env_key_and_an_evaluate_and_play_override() -> None:
+    """``env.mask_futile`` reaches the env spec by name; evaluate and play may turn it on
+    or off for a checkpoint (``mask_futile=``), else follow its run's setting."""
+    import dataclasses
+
+    from omegaconf import OmegaConf
+
+    from mapleenv.spec import EnvSpec
+    from trainer.config import checkpoint_mask_futile
+
+    assert not to_train_config(compose_cfg()).env.mask_futile
+    assert to_train_config(compose_cfg("env.mask_futile=true")).env.mask_futile is True
+    assert "mask_futile" in {f.name for f in dataclasses.fields(EnvSpec)}
+    with pytest.raises(ConfigCompositionException):
+        compose_cfg("env.mask_futile=maybe")
+    for app in ("evaluate", "play"):
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            raw = compose(app, overrides=["checkpoint=run.pt", "mask_futile=true"])
+            default = compose(app, overrides=["checkpoint=run.pt"])
+        assert OmegaConf.to_object(raw).mask_futile is True
+        assert OmegaConf.to_object(default).mask_futile is None
+    assert checkpoint_mask_futile(None, {}) is False  # runs from before the key
+    assert checkpoint_mask_futile(None, {"mask_futile": True}) is True
+    assert checkpoint_mask_futile(False, {"mask_futile": True}) is False
