@@ -162,12 +162,121 @@ The flags judge only what our side can see, so some are approximations:
 """
 
 
+MASK_INTRO = """
+## Masking futile moves (`mask_futile`)
+
+With the env setting `mask_futile` (`env.mask_futile=true`; `mask_futile=true` for
+`trainer.evaluate` and `trainer.play`: docs/evaluation.md) the moves that **surely** fail
+this turn leave `action_mask` and the env's legal actions
+(`mapleenv/encoders/rich/certain.py: surely_fails`, `without_futile`). It works with any
+encoder: the mask is judged from the battle, and no observation changes. Off (the
+default) the mask is the exact legal mask, bit for bit.
+
+The rule: a move is masked when it fails by the game's rules in the state our side sees,
+unless the opponent spends its turn changing that state (switching out, curing, breaking
+our substitute, damaging us before Rest): the mask gives up those prediction plays.
+What can change the outcome for free or by chance (the target terastallizing, waking or
+thawing, a hidden ability, an estimated speed, Protect's 1 in 3) makes a failure only
+likely: it stays a `move_futility` flag and is never masked.
+"""
+
+MASK_ROWS: tuple[tuple[str, str, str], ...] = (  # condition, masked, why
+    (
+        "Sleep Talk/Snore while awake; Fake Out-like past the first turn; Rest or healing"
+        " at full HP; Rest asleep or with a sleep-proof ability",
+        "yes",
+        "our own state",
+    ),
+    (
+        "Substitute at HP <= 1/4, Shed Tail at <= 1/2; Belly Drum at <= 1/2 or +6; boosts"
+        " already +6",
+        "yes",
+        "our own state",
+    ),
+    (
+        "hazard at max layers; screen, weather or terrain already up; Aurora Veil without snow",
+        "yes",
+        "the field as it is",
+    ),
+    (
+        "Substitute while one is up",
+        "no",
+        "a faster foe may break it first (the slow re-sub)",
+    ),
+    (
+        "Protect-like right after a successful one",
+        "no",
+        "works 1 time in 3",
+    ),
+    (
+        "status move into a paralysed, burned or poisoned target; a volatile it already "
+        "has (confusion apart); a substitute (no Infiltrator or sound); Safety Goggles vs"
+        " powder; Safeguard; Strength Sap at -6",
+        "yes",
+        "the target's visible state",
+    ),
+    (
+        "status move into a sleeping or frozen target; Confuse Ray into confusion",
+        "no",
+        "it may wake, thaw or snap out at its own move, before ours",
+    ),
+    (
+        "sleep move under Sleep Clause Mod while a benched foe sleeps (not from Rest)",
+        "yes",
+        "the sleeper stays asleep on the bench",
+    ),
+    (
+        "type immunity (Ground into Flying, Electric into Ground, Thunder Wave, "
+        "powder/Leech Seed vs Grass, Prankster vs Dark), status-immune types",
+        "only once the target cannot terastallize: it has, its side used its Tera, or the"
+        " format has none",
+        "a Tera this turn changes the types",
+    ),
+    (
+        "type immunity of a move whose type is set in battle (Tera Blast, Weather Ball, "
+        "Judgment...) or used with a type-changing ability (Pixilate, Normalize, Liquid "
+        "Voice...); a target with Foresight, Miracle Eye, Smack Down, Ingrain",
+        "no",
+        "the move's type or the immunity may not hold",
+    ),
+    (
+        "a revealed (or the species' only) blocking ability: Levitate, absorbing "
+        "abilities, Soundproof, Good as Gold, Magic Bounce...",
+        "yes, unless we have Mold Breaker-like or Neutralizing Gas, or it is Gastro Acid'd",
+        "the ability is known",
+    ),
+    (
+        "an unknown ability that may block (`ability_risk`)",
+        "no",
+        "hidden information",
+    ),
+    (
+        "Encore (last move, or moving first by the speed estimate); priority into Psychic"
+        " Terrain; Misty/Electric Terrain on a grounded target; Sucker Punch",
+        "no",
+        "speed estimates, Tera, unknown items or abilities decide",
+    ),
+)
+
+MASK_OUTRO = """
+Only plain and Tera orders of such a move are masked (Mega, Z-Move and Dynamax change the
+move). If every legal action would be masked (no switch left), the plain legal mask is
+kept: the game always gets a choice.
+"""
+
+
 def _feature_table(title: str, block: layout.Block) -> str:
     rows = [f"\n## {title} (width {block.width})\n\n| feature | size | range | scaling |\n"]
     rows.append("|---|---|---|---|\n")
     for f in block.features:
         rows.append(f"| `{f.name}` | {f.size} | [{f.low:g}, {f.high:g}] | {f.scaling} |\n")
     return "".join(rows)
+
+
+def _mask_section() -> str:
+    """The ``mask_futile`` rule and its certain-vs-likely table."""
+    rows = "".join(f"| {c} | {m} | {w} |\n" for c, m, w in MASK_ROWS)
+    return f"{MASK_INTRO}\n| condition | masked | why |\n|---|---|---|\n{rows}{MASK_OUTRO}"
 
 
 def _rich2() -> str:
@@ -183,6 +292,7 @@ def _rich2() -> str:
         parts.append(_feature_table(f"`{b.name}`", b))
         if b.name == "move_futility":
             parts.append(FUTILITY_NOTES)
+            parts.append(_mask_section())
     return "".join(parts)
 
 
