@@ -151,6 +151,7 @@ def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path)
         "battles=2",
         "num_envs=2",
         "save_replays=true",
+        "mask_futile=true",  # the tiny run had it off: the override masks (on the server)
         f"output={output}",
         f"server_url={showdown_server.server_configuration.websocket_url}",
         cwd=tmp_path,
@@ -158,6 +159,7 @@ def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(output.read_text())
     assert document["policy"] == "sampled" and document["encoder"] == "simple"
+    assert document["mask_futile"] is True
     assert list(document["opponents"]) == ["random"]
     for name, result in document["opponents"].items():
         assert result["battles"] == 2
