@@ -138,10 +138,7 @@ def evaluate_policy(
     from mapleenv import make_vector_env
     from mapleenv.showdown import ServerPool
 
-    if battles < 1:
-        raise ValueError(f"battles must be >= 1, got {battles}")
-    if num_envs < 1:
-        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    _check_counts(battles=battles, num_envs=num_envs)
     spec = _evaluation_spec(
         opponents,
         battle_format=battle_format,
@@ -183,6 +180,13 @@ def evaluate_policy(
             pool.stop()
         policy.train(was_training)
     return results
+
+
+def _check_counts(**counts: int) -> None:
+    """One line for a count below 1 (``battles``, ``num_envs``)."""
+    for name, value in counts.items():
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
 
 
 def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:
