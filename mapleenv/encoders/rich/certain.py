@@ -38,32 +38,10 @@ from mapleenv.encoders.rich.futility import (
     user_state_futile,
 )
 from mapleenv.encoders.rich.futility_history import STALLING, sleep_clause_blocks
+from mapleenv.encoders.rich.movetype import TYPE_CHANGING, VARIABLE_TYPE, move_type
 
 # moves never judged: not in the move data (Recharge) or always usable (Struggle)
 UNJUDGED = frozenset({"recharge", "struggle"})
-# moves whose type is set in battle (by item, form, weather, terrain, Tera...)
-VARIABLE_TYPE = frozenset(
-    {
-        "terablast",
-        "terastarstorm",
-        "weatherball",
-        "terrainpulse",
-        "judgment",
-        "multiattack",
-        "revelationdance",
-        "ivycudgel",
-        "technoblast",
-        "ragingbull",
-        "aurawheel",
-        "naturalgift",
-        "naturepower",
-        "hiddenpower",
-    }
-)
-# our abilities that change our moves' types
-TYPE_CHANGING = frozenset(
-    {"aerilate", "pixilate", "refrigerate", "galvanize", "normalize", "liquidvoice"}
-)
 # target effects that undo a type immunity or a levitation
 IMMUNITY_UNDONE = frozenset(
     {Effect.FORESIGHT, Effect.MIRACLE_EYE, Effect.SMACK_DOWN, Effect.INGRAIN, Effect.ROOST}
@@ -150,7 +128,8 @@ def _immune_fails(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData
         return False
     if opp.ability == "wonderguard" and not types_settled(battle, opp):
         return False
-    return ability_blocks(opp.ability, battle, opp, m, effective_priority(me, m))
+    priority = effective_priority(me, m)
+    return ability_blocks(opp.ability, battle, opp, m, priority, move_type(battle, me, m))
 
 
 def surely_fails(battle: AbstractBattle, move: Move) -> bool:

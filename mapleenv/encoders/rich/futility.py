@@ -38,6 +38,7 @@ from mapleenv.encoders.rich.futility_history import (
     stalling_risky,
     status_prevented,
 )
+from mapleenv.encoders.rich.movetype import move_type
 
 T = PokemonType
 NEEDS_SLEEP = frozenset({"sleeptalk", "snore"})
@@ -266,19 +267,42 @@ def user_state_futile(battle: AbstractBattle, me: Pokemon, m: MoveData) -> bool:
     return _self_boosts_maxed(me, m)
 
 
-def _grounded(battle: AbstractBattle, mon: Pokemon) -> bool:
-    """Grounded as far as types, item and Magnet Rise say (abilities are judged apart)."""
+def _held_down(battle: AbstractBattle, mon: Pokemon) -> bool:
+    """Grounded whatever its types, item or ability (Gravity, Iron Ball, Smack Down...)."""
     if Field.GRAVITY in battle.fields or mon.item == "ironball":
+        return True
+    return Effect.SMACK_DOWN in mon.effects or Effect.INGRAIN in mon.effects
+
+
+def _grounded(battle: AbstractBattle, mon: Pokemon) -> bool:
+    """Grounded as far as types, item and effects say (abilities are judged apart)."""
+    if _held_down(battle, mon):
         return True
     if mon.item == "airballoon" or Effect.MAGNET_RISE in mon.effects:
         return False
     return T.FLYING not in current_types(mon)
 
 
-def target_state_futile(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData) -> bool:
-    """Whether the target's state, side or terrain makes ``m`` fail (abilities apart)."""
+def terrain_grounded(
+    battle: AbstractBattle, me: Pokemon, opp: Pokemon, abilities: Sequence[str]
+) -> bool:
+    """Whether terrain surely touches ``opp``: :func:`_grounded`, and no Levitate that our
+    move cannot ignore (known, or among its candidate ``abilities`` while unknown)."""
+    if not _grounded(battle, opp):
+        return False
+    if _held_down(battle, opp) or me.ability in MOLD_BREAKERS or Effect.GASTRO_ACID in opp.effects:
+        return True
+    return "levitate" not in ((opp.ability,) if opp.ability else abilities)
+
+
+def target_state_futile(
+    battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData, abilities: Sequence[str] = ()
+) -> bool:
+    """Whether the target's state, side or terrain makes ``m`` fail (abilities apart but
+    Levitate: ``abilities`` are the target's candidates while its ability is unknown)."""
     priority = effective_priority(me, m)
-    if priority > 0 and Field.PSYCHIC_TERRAIN in battle.fields and _grounded(battle, opp):
+    grounded = terrain_grounded(battle, me, opp, abilities)
+    if priority > 0 and Field.PSYCHIC_TERRAIN in battle.fields and grounded:
         return True
     if m.category is not MoveCategory.STATUS:
         return False
@@ -306,7 +330,6 @@ def target_state_futile(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: Mo
     protected = SideCondition.SAFEGUARD in battle.opponent_side_conditions
     if protected and me.ability != "infiltrator":
         return True
-    grounded = _grounded(battle, opp)
     if grounded and Field.MISTY_TERRAIN in battle.fields:
         return True
     if status is Status.SLP and grounded and Field.ELECTRIC_TERRAIN in battle.fields:
@@ -318,7 +341,9 @@ def target_state_futile(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: Mo
 
 
 def type_immune(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData) -> bool:
-    """Whether the target's current types (or Air Balloon) make ``m`` do nothing."""
+    """Whether the target's current types (or Air Balloon) make ``m`` do nothing, judged
+    by the type ``m`` has when used (:func:`~mapleenv.encoders.rich.movetype.move_type`;
+    never when that type cannot be known)."""
     types = current_types(opp)
     if m.id == "leechseed" or "powder" in m.flags:
         return T.GRASS in types
@@ -326,24 +351,31 @@ def type_immune(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData) 
         return True  # gen 7+: Dark types are immune to Prankster-boosted moves
     if m.category is MoveCategory.STATUS and not m.checks_immunity:
         return False  # status moves ignore type immunities unless the data says not
+    used = move_type(battle, me, m)
     ignored = m.ignore_immunity
-    if ignored is True or (isinstance(ignored, set) and m.type in ignored):
+    if used is None or ignored is True or (isinstance(ignored, set) and used in ignored):
         return False
-    if m.type is T.GROUND:
+    if used is T.GROUND:
         if not _grounded(battle, opp):
             return True
         types = tuple(t for t in types if t is not T.FLYING)  # Gravity, Iron Ball
-    if m.type in (T.NORMAL, T.FIGHTING) and me.ability in ("scrappy", "mindseye"):
+    if used in (T.NORMAL, T.FIGHTING) and me.ability in ("scrappy", "mindseye"):
         types = tuple(t for t in types if t is not T.GHOST)
-    return dex.effectiveness(battle.gen, m.type, types) == 0
+    return dex.effectiveness(battle.gen, used, types) == 0
 
 
 def ability_blocks(
-    ability: str, battle: AbstractBattle, opp: Pokemon, m: MoveData, priority: int
+    ability: str,
+    battle: AbstractBattle,
+    opp: Pokemon,
+    m: MoveData,
+    priority: int,
+    used: PokemonType | None,
 ) -> bool:
-    """Whether the target's ``ability`` (an id) blocks ``m`` used at ``priority``."""
+    """Whether the target's ``ability`` (an id) blocks ``m`` used at ``priority`` with
+    type ``used`` (None: unknown, type-reading abilities do not count)."""
     typed = TYPE_ABILITIES.get(ability)
-    if typed is not None and m.type is typed:
+    if typed is not None and used is typed:
         return True
     flag = FLAG_ABILITIES.get(ability)
     if flag is not None and flag in m.flags:
@@ -357,8 +389,8 @@ def ability_blocks(
             statuses = STATUS_ABILITIES[ability]
             return statuses is None or m.status in statuses
         return False
-    if ability == "wonderguard":
-        return dex.effectiveness(battle.gen, m.type, current_types(opp)) <= 1
+    if ability == "wonderguard" and used is not None:
+        return dex.effectiveness(battle.gen, used, current_types(opp)) <= 1
     return False
 
 
@@ -384,18 +416,18 @@ def move_futility(
     immune = False
     risk = 0.0
     priority = effective_priority(me, m)
+    used = move_type(battle, me, m)
+    abilities = [] if opp.ability else list(candidate_abilities or opp.possible_abilities or ())
     if me.ability not in MOLD_BREAKERS:
         if opp.ability:
-            immune = ability_blocks(opp.ability, battle, opp, m, priority)
+            immune = ability_blocks(opp.ability, battle, opp, m, priority, used)
             risk = float(immune)
-        else:
-            abilities = list(candidate_abilities or opp.possible_abilities or ())
-            if abilities:
-                blocked = sum(ability_blocks(a, battle, opp, m, priority) for a in abilities)
-                risk = blocked / len(abilities)
+        elif abilities:
+            blocked = sum(ability_blocks(a, battle, opp, m, priority, used) for a in abilities)
+            risk = blocked / len(abilities)
     return Futility(
         user_state=user,
-        target_state=target_state_futile(battle, me, opp, m),
+        target_state=target_state_futile(battle, me, opp, m, abilities),
         type_immune=type_immune(battle, me, opp, m),
         ability_immune=immune,
         ability_risk=risk,

@@ -234,3 +234,64 @@ def test_prankster_status_moves_into_dark_types_and_psychic_terrain() -> None:
     prankster = single(("thunderwave",), events=terrain, ability="prankster")
     assert flags(prankster, "thunderwave").target_state
     assert not flags(single(("thunderwave",), events=terrain), "thunderwave").futile
+
+
+def attacker(ability: str, moves=("hypervoice",), opponent=("Gengar", 81, 100), events=()):
+    """Our ``ability`` Sylveon using ``moves`` against ``opponent``."""
+    me = own_mon("Sylveon", moves=moves, active=True, ability=ability)
+    return make_battle([me], [opponent], events=events)
+
+
+def test_type_immunity_is_judged_by_the_type_our_ability_gives() -> None:
+    assert flags(attacker("cutecharm"), "hypervoice").type_immune  # Normal vs Ghost
+    assert not flags(attacker("pixilate"), "hypervoice").futile  # Fairy
+    assert not flags(attacker("liquidvoice"), "hypervoice").futile  # sound: Water
+    assert flags(attacker("liquidvoice"), "bodyslam").type_immune  # not sound: Normal
+    normalize = attacker("normalize", opponent=("Blissey", 88, 100))
+    assert not flags(normalize, "shadowball").futile  # Normal vs Normal
+    assert flags(attacker("normalize"), "moonblast").type_immune  # Normal vs Ghost
+    garchomp = ("Garchomp", 77, 100)
+    assert flags(attacker("galvanize", opponent=garchomp), "hypervoice").type_immune
+    assert not flags(attacker("normalize", opponent=garchomp), "thunderwave").futile
+    water = ("|-ability|p2a: Vaporeon|Water Absorb",)
+    vaporeon = attacker("liquidvoice", opponent=("Vaporeon", 84, 100), events=water)
+    assert flags(vaporeon, "hypervoice").ability_immune
+
+
+def test_variable_type_moves_are_judged_only_when_their_type_is_known() -> None:
+    assert not flags(attacker("cutecharm", moves=("terablast",)), "terablast").futile
+    ghost = attacker("cutecharm", moves=("terablast",), opponent=("Blissey", 88, 100))
+    ghost.parse_message(["", "-terastallize", "p1a: Sylveon", "Ghost"])
+    assert flags(ghost, "terablast").type_immune  # a Ghost Tera Blast vs Normal
+    assert flags(ghost, "shadowball").type_immune  # the move data's own type
+    assert not flags(attacker("cutecharm", moves=("weatherball",)), "weatherball").futile
+
+
+def test_smack_down_grounds_a_flying_target() -> None:
+    smacked = ("|-start|p2a: Corviknight|Smack Down",)
+    down = single(("earthquake",), opponent=("Corviknight", 79, 100), events=smacked)
+    assert not flags(down, "earthquake").futile
+
+
+PSYCHIC_TERRAIN = "|-fieldstart|move: Psychic Terrain"
+
+
+def test_psychic_terrain_blocks_priority_into_grounded_targets_only() -> None:
+    assert flags(single(("aquajet",), events=(PSYCHIC_TERRAIN,)), "aquajet").target_state
+    levitate = (PSYCHIC_TERRAIN, "|-ability|p2a: Bronzong|Levitate")
+    bronzong = ("Bronzong", 88, 100)
+    known = single(("aquajet",), opponent=bronzong, events=levitate)
+    assert not flags(known, "aquajet").futile
+    unknown = single(("aquajet",), opponent=bronzong, events=(PSYCHIC_TERRAIN,))
+    assert not flags(unknown, "aquajet").target_state  # it may have Levitate
+    assert flags(unknown, "aquajet", ["heatproof"]).target_state
+    breaker = single(("aquajet",), opponent=bronzong, events=levitate, ability="moldbreaker")
+    assert flags(breaker, "aquajet").target_state
+    flying = single(("aquajet",), opponent=("Corviknight", 79, 100), events=(PSYCHIC_TERRAIN,))
+    assert not flags(flying, "aquajet").futile
+
+
+def test_misty_terrain_does_not_protect_a_levitating_target() -> None:
+    events = ("|-fieldstart|move: Misty Terrain", "|-ability|p2a: Hydreigon|Levitate")
+    hydreigon = single(("willowisp",), opponent=("Hydreigon", 80, 100), events=events)
+    assert not flags(hydreigon, "willowisp").futile
