@@ -268,13 +268,16 @@ FUTILITY = (
         "Clause Mod while another foe sleeps (not from its own Rest); Encore when the "
         "target's last move cannot be encored, or it has not moved since it came in and we "
         "move first; Strength Sap at -6 Attack; priority (Prankster, Gale Wings, Triage "
-        "included) into Psychic Terrain",
+        "included) into Psychic Terrain on a grounded target (Flying, Air Balloon, a known "
+        "or possible Levitate are not, unless our mold breaker ignores it)",
     ),
     _flag(
         "type_immune",
         "1 if the target's current types are immune (damaging moves, Thunder Wave, powder "
         "vs Grass, Leech Seed vs Grass, Prankster status moves vs Dark), or a Ground move "
-        "vs Air Balloon",
+        "vs Air Balloon; judged by the type the move is used with (-ate abilities, "
+        "Normalize, Liquid Voice, Tera Blast once terastallized or without Tera left), "
+        "never for a move whose type is set in battle (Weather Ball, Ivy Cudgel...)",
     ),
     _flag(
         "ability_immune",
