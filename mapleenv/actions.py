@@ -168,6 +168,27 @@ def describe_legal(legal: dict[int, BattleOrder]) -> str:
     return ", ".join(f"{a} ({o.message})" for a, o in sorted(legal.items())) or "none"
 
 
+def switch_slot(order: BattleOrder | str, battle: AbstractBattle) -> int | None:
+    """The 1-based position of a switch order's Pokémon in ``battle``'s last request (None
+    for other orders). Switches are sent by slot: the simulator matches ``switch <name>``
+    against species too, so a name could mean a transformed active Pokémon (poke-env#880)."""
+    mon = getattr(order, "order", None)
+    if not isinstance(mon, Pokemon):
+        return None
+    side = (battle.last_request or {}).get("side") or {}
+    for slot, entry in enumerate(side.get("pokemon") or (), start=1):
+        if entry.get("ident", "").partition(": ")[2] == mon.name:
+            return slot
+    return None
+
+
+def by_slot(order: BattleOrder, battle: AbstractBattle) -> BattleOrder:
+    """``order`` to send to a server: a switch as ``/choose switch <slot>``
+    (:func:`switch_slot`), anything else unchanged."""
+    slot = switch_slot(order, battle)
+    return order if slot is None else SingleBattleOrder(f"/choose switch {slot}")
+
+
 def teampreview_in_order(battle: AbstractBattle) -> str:
     """The team-preview choice of a Maple policy (the agent, frozen policy opponents): the
     team in its given order, so the team file sets the lead; not a policy decision."""

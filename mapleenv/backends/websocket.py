@@ -20,7 +20,7 @@ from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from mapleenv.actions import teampreview_in_order
+from mapleenv.actions import by_slot, teampreview_in_order
 from mapleenv.backends import BackendSpec, BattleAborted
 from mapleenv.opponents import opponent_battles, unique_username
 from mapleenv.replays import record_path
@@ -99,7 +99,8 @@ class _DrivenPlayer(Player):
     async def _await_order(self, battle: AbstractBattle) -> BattleOrder:
         reply = self.ps_client.loop.create_future()
         self._events.put(_Event(self.role, battle, reply))
-        return await reply
+        order = await reply
+        return by_slot(order, battle) if isinstance(order, BattleOrder) else order
 
     def answer(self, reply: asyncio.Future, order: BattleOrder | str) -> None:
         """Resolve a decision's future with ``order`` (a team-preview choice is a string;

@@ -23,7 +23,7 @@ from poke_env.player.baselines import RandomPlayer
 from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 
-from mapleenv.actions import teampreview_in_order
+from mapleenv.actions import switch_slot, teampreview_in_order
 from mapleenv.backends.direct.host import SimHost, SimHostError
 from mapleenv.backends.direct.protocol import absorb
 
@@ -39,8 +39,16 @@ SIDES = ("p1", "p2")
 REQUESTS_ONLY_PLAYERS: frozenset[type] = frozenset({RandomPlayer})
 
 
-def order_to_choice(order: BattleOrder | str) -> str:
-    """A poke-env order (``/choose move surf``) as a simulator choice (``move surf``)."""
+def order_to_choice(order: BattleOrder | str, battle: AbstractBattle | None = None) -> str:
+    """A poke-env order (``/choose move surf``) as a simulator choice (``move surf``).
+
+    With ``battle``, a switch names its Pokémon's slot in the battle's last request
+    (``switch 3``) instead of its name: the simulator matches a name against species too,
+    so ``switch Pikachu`` meant a Ditto transformed into Pikachu when that Ditto was active
+    ("You can't switch to an active Pokémon", poke-env#880)."""
+    slot = switch_slot(order, battle) if battle is not None else None
+    if slot is not None:
+        return f"switch {slot}"
     message = order if isinstance(order, str) else order.message
     if message.startswith("/choose "):
         return message[8:]
@@ -131,7 +139,7 @@ class DirectBattle:
             raise RuntimeError(f"{self.battle_tag}: the agent has no decision to make")
         if self.opponent is None:
             raise RuntimeError(f"{self.battle_tag}: no opponent; choose for both sides")
-        lines = [self._choice_line("p1", order_to_choice(agent_order))]
+        lines = [self._choice_line("p1", order_to_choice(agent_order, self.agent_battle))]
         if self._needs_choice["p2"]:
             lines.append(self._choice_line("p2", self._opponent_choice()))
         self._advance(lines)
@@ -150,7 +158,12 @@ class DirectBattle:
         missing = [side for side in pending if side not in choices]
         if missing:
             raise ValueError(f"{self.battle_tag}: no choice for {', '.join(missing)}")
-        self._advance([self._choice_line(side, order_to_choice(choices[side])) for side in pending])
+        self._advance(
+            [
+                self._choice_line(side, order_to_choice(choices[side], self.battles[side]))
+                for side in pending
+            ]
+        )
 
     def probe_choice(self, side: str, choice: str) -> str | None:
         """Ask the simulator whether ``choice`` is valid for ``side`` now, without making it.
@@ -206,7 +219,7 @@ class DirectBattle:
                 f"opponent {type(self.opponent).__name__} returned an awaitable; the direct "
                 "backend needs a synchronous choose_move"
             )
-        return order_to_choice(choice)
+        return order_to_choice(choice, battle)
 
     def _advance(self, lines: list[str]) -> None:
         """Send ``lines``; keep feeding opponent-only decisions until the agent must act."""
@@ -220,8 +233,10 @@ class DirectBattle:
                 # not a policy decision: answered here, as the server backend's player does
                 preview = order_to_choice(teampreview_in_order(self.agent_battle))
                 lines = [self._choice_line("p1", preview)]
-                if self._needs_choice["p2"]:
-                    lines.append(self._choice_line("p2", self._opponent_choice()))
+                if self._needs_choice["p2"]:  # with no opponent, p2 keeps its order too
+                    p2 = self._opponent_choice() if self.opponent is not None else None
+                    p2 = p2 or order_to_choice(teampreview_in_order(self.opponent_battle))
+                    lines.append(self._choice_line("p2", p2))
                 continue
             if self.finished or self._needs_choice["p1"]:
                 return

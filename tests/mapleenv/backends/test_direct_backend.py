@@ -75,7 +75,7 @@ def test_every_masked_in_action_is_accepted_by_the_simulator() -> None:
                 session = backend.session
                 if session._needs_choice["p2"]:
                     for order in legal.values():
-                        assert session.probe_choice("p1", order_to_choice(order)) is None
+                        assert session.probe_choice("p1", order_to_choice(order, battle)) is None
                         probed += 1
                 action = rng.choice(sorted(legal))
                 battle = backend.step(legal[action])
