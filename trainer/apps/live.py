@@ -45,6 +45,7 @@ def _make_player_class() -> type:
     from poke_env.battle.abstract_battle import AbstractBattle
     from poke_env.player.battle_order import BattleOrder
 
+    from mapleenv.actions import by_slot
     from mapleenv.opponents import PolicyOpponent
 
     class LivePolicyPlayer(PolicyOpponent):
@@ -72,7 +73,7 @@ def _make_player_class() -> type:
                     printable(battle.battle_tag),
                     printable(battle.opponent_username),
                 )
-            return super().choose_move(battle)
+            return by_slot(super().choose_move(battle), battle)  # switches by slot
 
         def _battle_finished_callback(self, battle: AbstractBattle) -> None:
             self._states.pop(battle.battle_tag, None)
