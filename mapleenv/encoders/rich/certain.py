@@ -34,6 +34,7 @@ from mapleenv.encoders.rich.futility import (
     current_types,
     effective_priority,
     move_data,
+    shielded,
     type_immune,
     user_state_futile,
 )
@@ -78,14 +79,7 @@ def _target_fails(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData
         return False
     if m.id == "strengthsap" and opp.boosts.get("atk", 0) <= -6:
         return True
-    if (
-        Effect.SUBSTITUTE in opp.effects
-        and "bypasssub" not in m.flags
-        and "sound" not in m.flags
-        and me.ability != "infiltrator"
-    ):
-        return True
-    if "powder" in m.flags and opp.item == "safetygoggles":
+    if shielded(me, opp, m):
         return True
     volatile = m.volatile_status
     if volatile is not None and volatile is not Effect.CONFUSION and volatile in opp.effects:

@@ -295,6 +295,19 @@ def terrain_grounded(
     return "levitate" not in ((opp.ability,) if opp.ability else abilities)
 
 
+def shielded(me: Pokemon, opp: Pokemon, m: MoveData) -> bool:
+    """Whether the target's substitute or Safety Goggles (against powder) stop a status
+    move ``m``."""
+    if "powder" in m.flags and opp.item == "safetygoggles":
+        return True
+    return (
+        Effect.SUBSTITUTE in opp.effects
+        and "bypasssub" not in m.flags
+        and "sound" not in m.flags
+        and me.ability != "infiltrator"
+    )
+
+
 def target_state_futile(
     battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData, abilities: Sequence[str] = ()
 ) -> bool:
@@ -310,14 +323,7 @@ def target_state_futile(
         return True
     if m.id == "encore" and encore_fails(battle, me, opp, priority):
         return True
-    if (
-        Effect.SUBSTITUTE in opp.effects
-        and "bypasssub" not in m.flags
-        and "sound" not in m.flags
-        and me.ability != "infiltrator"
-    ):
-        return True
-    if "powder" in m.flags and opp.item == "safetygoggles":
+    if shielded(me, opp, m):
         return True
     volatile = m.volatile_status
     if volatile is not None and volatile in opp.effects:
