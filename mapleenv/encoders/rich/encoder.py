@@ -50,11 +50,11 @@ from mapleenv.encoders.rich import dex, layout, vocab
 from mapleenv.encoders.rich.damage import DamageEstimator, current_hp
 from mapleenv.encoders.rich.profile import (
     VOLATILE_CODES,
-    effective_speed,
     move_max_pp,
     move_static,
     pokemon_profile,
     request_tera_types,
+    speeds,
 )
 from mapleenv.encoders.rich.threat import ThreatEstimator
 
@@ -277,9 +277,7 @@ class RichEncoder:
 
     @staticmethod
     def _speed(out: np.ndarray, battle: AbstractBattle, me: Pokemon, opp: Pokemon) -> None:
-        mine = effective_speed(me, me.stats.get("spe"), battle.side_conditions)
-        est = opp.stats.get("spe") or dex.estimated_stats(battle.gen, opp.species, opp.level)["spe"]
-        theirs = effective_speed(opp, est, battle.opponent_side_conditions)
+        mine, theirs = speeds(battle, me, opp)
         if mine <= 0 or theirs <= 0:
             return
         o = _OFF["speed"]

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from poke_env.battle import AbstractBattle, Field, MoveCategory, Pokemon, Status
 
-from mapleenv.encoders.rich import dex
-from mapleenv.encoders.rich.profile import effective_speed
+from mapleenv.encoders.rich.profile import speeds
 
 SLEEP_CLAUSE = "Sleep Clause Mod"
 # moves whose success chance falls to 1/3 after a protecting move the turn before
@@ -91,9 +90,7 @@ def _moves_first(battle: AbstractBattle, me: Pokemon, opp: Pokemon, priority: in
         return True
     if priority < 0:
         return False
-    mine = effective_speed(me, me.stats.get("spe"), battle.side_conditions)
-    est = opp.stats.get("spe") or dex.estimated_stats(battle.gen, opp.species, opp.level)["spe"]
-    theirs = effective_speed(opp, est, battle.opponent_side_conditions)
+    mine, theirs = speeds(battle, me, opp)
     if mine <= 0 or theirs <= 0:
         return False
     return mine < theirs if Field.TRICK_ROOM in battle.fields else mine > theirs

@@ -82,6 +82,14 @@ VOLATILE_CODES = tuple(
 )
 
 
+def speeds(battle: AbstractBattle, me: Pokemon, opp: Pokemon) -> tuple[float, float]:
+    """Our active's and the opposing active's effective Speed (theirs estimated from the
+    species when unknown; 0: not known)."""
+    mine = effective_speed(me, me.stats.get("spe"), battle.side_conditions)
+    est = opp.stats.get("spe") or dex.estimated_stats(battle.gen, opp.species, opp.level)["spe"]
+    return mine, effective_speed(opp, est, battle.opponent_side_conditions)
+
+
 def effective_speed(mon: Pokemon, stat: int | None, side: dict[SideCondition, int]) -> float:
     if not stat:
         return 0.0
