@@ -55,6 +55,8 @@ class ShowdownParallelEnv(ParallelEnv):
         on_illegal: ``"default"`` plays the simulator's default choice for a masked-out
             action and sets that agent's ``info["illegal_action"]``; ``"raise"`` raises
             ``ValueError``.
+        mask_futile: both masks also drop the moves that surely fail, as
+            :class:`~mapleenv.env.PokemonEnv`'s ``mask_futile`` does.
         usernames: the two players' names in the battle log.
         showdown_dir: the pokemon-showdown npm package (default: ``find_showdown()``).
         timeout: longest wait for the simulator host (s).
@@ -72,6 +74,7 @@ class ShowdownParallelEnv(ParallelEnv):
         *,
         team: Any = None,
         on_illegal: str = "default",
+        mask_futile: bool = False,
         usernames: tuple[str, str] = ("Maple 1", "Maple 2"),
         showdown_dir: str | Path | None = None,
         timeout: float = 120.0,
@@ -93,6 +96,7 @@ class ShowdownParallelEnv(ParallelEnv):
         self.battle_format = battle_format
         self.max_turns = max_turns
         self.on_illegal = on_illegal
+        self.mask_futile = mask_futile
         self.usernames = dict(zip(SIDES, usernames, strict=True))
         self.showdown_dir = showdown_dir
         self.timeout = timeout
@@ -252,7 +256,7 @@ class ShowdownParallelEnv(ParallelEnv):
         box = self.observation_spaces["p1"]["observation"]
         for side in SIDES:
             battle = session.battles[side]
-            self._legal[side] = legal_actions(battle) if side in pending else {}
+            self._legal[side] = self._legal_actions(battle) if side in pending else {}
             obs = self.encoder.encode(battle)
             np.clip(obs, box.low, box.high, out=obs)
             self._last_obs[side] = {
@@ -260,6 +264,16 @@ class ShowdownParallelEnv(ParallelEnv):
                 "action_mask": mask_from_legal(self._legal[side], n_actions),
             }
         return {side: dict(obs) for side, obs in self._last_obs.items()}
+
+    def _legal_actions(self, battle: Battle) -> dict[int, BattleOrder]:
+        """``battle``'s legal actions; with ``mask_futile``, less the moves that surely fail
+        (:func:`mapleenv.encoders.rich.certain.without_futile`, as the single-agent env)."""
+        legal = legal_actions(battle)
+        if not self.mask_futile:
+            return legal
+        from mapleenv.encoders.rich.certain import without_futile  # loads the move data
+
+        return without_futile(legal, battle)
 
     def _info(self, side: str) -> dict[str, Any]:
         session = self._session

@@ -6,8 +6,9 @@ worker**. It encodes its own view of the battle with the encoder the policy was 
 with, masks illegal actions exactly as the env does (:mod:`mapleenv.actions`), and keeps
 its own recurrent state ``[layers, 1, hidden]`` per battle, zeroed at the battle's first
 decision. It samples its actions from the policy (as in training) or plays greedily
-(argmax). With ``mask_futile`` (``python -m trainer.play``'s key) it also masks the moves
-that surely fail, as the env's ``mask_futile`` does.
+(argmax). With ``mask_futile`` (``python -m trainer.play``'s key), or when the policy drawn
+for the battle was trained so (its checkpoint's ``env.mask_futile``; a self-play snapshot's
+run), it also masks the moves that surely fail, as the env's ``mask_futile`` does.
 The network runs as its traced batch-1 step (:func:`mapleenv.policies.batch1_step`,
 about half the CPU of the eager forward; eager where a trace would not match it).
 
@@ -57,7 +58,8 @@ _MAX_TRACKED_BATTLES = 16
 
 @dataclass
 class FrozenPolicy:
-    """A policy network in eval mode on CPU, with its encoder name and pool id."""
+    """A policy network in eval mode on CPU, with its encoder name, pool id and whether it
+    plays without the moves that surely fail (``mask_futile``: as its run's env)."""
 
     network: Any
     encoder: str
@@ -66,14 +68,23 @@ class FrozenPolicy:
     id: int = 0
     checksum: float = field(default=0.0)
     step: Any = None  # the network's batch-1 step, traced (mapleenv.policies.inference)
+    mask_futile: bool = False
 
     @classmethod
-    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> FrozenPolicy:
+    def from_snapshot(
+        cls, snapshot: Mapping[str, Any], mask_futile: bool | None = None
+    ) -> FrozenPolicy:
         """The frozen policy of ``snapshot`` (imports nothing it names; one read from a file
-        comes through :func:`mapleenv.policies.read_snapshot`, which checks its encoder)."""
+        comes through :func:`mapleenv.policies.read_snapshot`, which checks its encoder).
+        ``mask_futile``: ``None`` takes the snapshot's (:func:`snapshot_mask_futile`)."""
         import torch
 
-        from mapleenv.policies import batch1_step, policy_from_snapshot, snapshot_encoder
+        from mapleenv.policies import (
+            batch1_step,
+            policy_from_snapshot,
+            snapshot_encoder,
+            snapshot_mask_futile,
+        )
 
         network = policy_from_snapshot(snapshot)
         spec = snapshot["policy"]
@@ -88,6 +99,7 @@ class FrozenPolicy:
             int(snapshot.get("id", 0)),
             checksum,
             batch1_step(network, obs_dim, n_actions),
+            snapshot_mask_futile(snapshot) if mask_futile is None else bool(mask_futile),
         )
 
 
@@ -212,7 +224,7 @@ class PolicyOpponent(Player):
         start = tag not in self._states
         policy, state = self._start_battle(tag) if start else self._states[tag]
         legal = legal_actions(battle)  # type: ignore[arg-type]
-        if self.mask_futile and legal:
+        if legal and (self.mask_futile or (policy is not None and policy.mask_futile)):
             from mapleenv.encoders.rich.certain import without_futile  # loads the move data
 
             legal = without_futile(legal, battle)

@@ -33,6 +33,7 @@ from mapleenv.policies.snapshot import (
     policy_spec,
     read_snapshot,
     snapshot_encoder,
+    snapshot_mask_futile,
     snapshot_plugins,
 )
 from mapleenv.policies.spec_check import check_network
@@ -66,6 +67,7 @@ __all__ = [
     "run_lstm",
     "sample_actions",
     "snapshot_encoder",
+    "snapshot_mask_futile",
     "snapshot_plugins",
     "to_plain",
     "zero_state",

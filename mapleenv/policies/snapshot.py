@@ -7,6 +7,8 @@ A snapshot is a mapping with
 * ``model`` -- the state dict (torch tensors or NumPy arrays);
 * ``encoder`` (optional) -- the encoder name; else ``config.env.encoder``; else ``"simple"``;
 * ``id`` (optional) -- an integer naming the snapshot in a self-play pool;
+* ``mask_futile`` (optional) -- the policy plays without the moves that surely fail, as
+  its run's env did; else ``config.env.mask_futile``; else off;
 * ``config.env.plugins`` (optional) -- the plugin modules of the run it comes from (only
   named in messages: Maple never imports them on a snapshot's word).
 
@@ -45,15 +47,21 @@ def policy_spec(policy: torch.nn.Module) -> dict[str, Any]:
     return {"obs_dim": policy.obs_dim, "n_actions": policy.n_actions, "model": model}
 
 
-def make_snapshot(policy: torch.nn.Module, encoder: str, snapshot_id: int) -> dict[str, Any]:
+def make_snapshot(
+    policy: torch.nn.Module, encoder: str, snapshot_id: int, mask_futile: bool = False
+) -> dict[str, Any]:
     """A picklable snapshot of ``policy`` (NumPy weights on CPU): what self-play pushes
-    through the env workers' pipes."""
-    return {
+    through the env workers' pipes. ``mask_futile`` (the run's ``env.mask_futile``) is
+    stored only when on, so other runs' snapshots are as before."""
+    snapshot = {
         "id": int(snapshot_id),
         "encoder": encoder,
         "policy": policy_spec(policy),
         "model": {k: v.detach().cpu().numpy().copy() for k, v in policy.state_dict().items()},
     }
+    if mask_futile:
+        snapshot["mask_futile"] = True
+    return snapshot
 
 
 def policy_from_snapshot(snapshot: Mapping[str, Any]) -> torch.nn.Module:
@@ -98,6 +106,15 @@ def snapshot_encoder(snapshot: Mapping[str, Any]) -> str:
         return str(snapshot["encoder"])
     env = (snapshot.get("config") or {}).get("env") or {}
     return str(env.get("encoder") or "simple")
+
+
+def snapshot_mask_futile(snapshot: Mapping[str, Any]) -> bool:
+    """Whether a snapshot's policy was trained without the moves that surely fail: its
+    ``mask_futile``, else its run's ``config.env.mask_futile``, else ``False``."""
+    if "mask_futile" in snapshot:
+        return bool(snapshot["mask_futile"])
+    env = (snapshot.get("config") or {}).get("env") or {}
+    return bool(env.get("mask_futile", False))
 
 
 def checked_encoder(snapshot: Mapping[str, Any], source: str) -> str:

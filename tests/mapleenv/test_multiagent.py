@@ -15,6 +15,8 @@ from conftest import child_node_pids
 from pettingzoo.test import parallel_api_test
 
 import mapleenv
+from mapleenv.actions import legal_actions, mask_from_legal
+from mapleenv.encoders.rich.certain import without_futile
 from mapleenv.multiagent import ShowdownParallelEnv
 
 PASS_MASK = np.eye(26, dtype=np.int8)[0]  # no decision: action 0 only, the action is ignored
@@ -126,6 +128,57 @@ def test_illegal_actions_raise_or_play_the_default_and_max_turns_truncates():
             env.step({"p1": 0, "p2": 0})
     finally:
         env.close()
+
+
+# Snorlax at full HP and awake: Rest and Sleep Talk surely fail on its first turn
+RESTING_TEAM = """Snorlax @ Leftovers
+Ability: Thick Fat
+Tera Type: Ghost
+EVs: 252 HP / 252 Atk / 4 SpD
+Adamant Nature
+- Rest
+- Sleep Talk
+- Body Slam
+- Earthquake
+"""
+REST, SLEEP_TALK, BODY_SLAM, TERA = 6, 7, 8, 16
+
+
+def _first_turn_masks(mask_futile: bool) -> dict[str, np.ndarray]:
+    """Both seats' masks of the first turn; every decision's mask is checked against
+    ``without_futile`` of the seat's legal actions (on) or the legal actions (off)."""
+    env = mapleenv.parallel_env(
+        battle_format="gen9ou",
+        team=RESTING_TEAM,
+        seed=5,
+        max_turns=8,
+        on_illegal="raise",
+        mask_futile=mask_futile,
+    )
+    rng, first = np.random.default_rng(5), {}
+    try:
+        obs, infos = env.reset()
+        while env.agents:
+            for side in env.agents:
+                battle = env.battles[side]
+                if infos[side]["needs_action"] and not battle.teampreview:
+                    legal = legal_actions(battle)
+                    expected = without_futile(legal, battle) if mask_futile else legal
+                    assert np.array_equal(obs[side]["action_mask"], mask_from_legal(expected, 26))
+                    first.setdefault(side, obs[side]["action_mask"].copy())
+            obs, _, _, _, infos = env.step({a: random_legal(obs[a], rng) for a in env.agents})
+    finally:
+        env.close()
+    return first
+
+
+@pytest.mark.integration
+def test_mask_futile_drops_the_moves_that_surely_fail_for_both_seats():
+    masked, plain = _first_turn_masks(True), _first_turn_masks(False)
+    futile = [REST, SLEEP_TALK, REST + TERA, SLEEP_TALK + TERA]
+    for side in ("p1", "p2"):
+        assert not masked[side][futile].any() and masked[side][BODY_SLAM]
+        assert plain[side][futile].all()
 
 
 @pytest.mark.integration

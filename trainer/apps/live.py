@@ -154,13 +154,14 @@ def build_player(
     from mapleenv.opponents import FrozenPolicy
 
     battle_format, team = setup if setup is not None else battle_setup(cfg, checkpoint)
-    policy = FrozenPolicy.from_snapshot(checkpoint)
-    player_class = _make_player_class()
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
+    mask_futile = checkpoint_mask_futile(cfg.mask_futile, env_cfg)  # play's key wins
+    policy = FrozenPolicy.from_snapshot(checkpoint, mask_futile=mask_futile)
+    player_class = _make_player_class()
     return player_class(
         [policy],
         sample=cfg.sample,
-        mask_futile=checkpoint_mask_futile(cfg.mask_futile, env_cfg),
+        mask_futile=mask_futile,
         seed=cfg.seed,
         name=cfg.username or DEFAULT_USERNAME,
         on_result=on_result,

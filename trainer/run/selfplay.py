@@ -18,7 +18,8 @@ snapshot of the pool per battle, on CPU, with its own recurrent state. The train
   the newest pool member (``info["opponent_policy_id"]`` names the snapshot that played). Its
   :meth:`SelfPlay.state_dict` goes into the checkpoint, so ``resume`` keeps the pool and the
   gate's window (the weights come back as tensors and go to the workers as NumPy arrays
-  again; the encoder name is the resumed config's, never one read from the file).
+  again; the encoder name and ``mask_futile`` are the resumed config's, never read from the
+  file). Snapshots carry the run's ``env.mask_futile``: they play as the learner does.
 
 Per-opponent win rates come from :class:`trainer.envs.episodes.OpponentStats`.
 """
@@ -69,9 +70,11 @@ class SnapshotPool:
     def ids(self) -> list[int]:
         return [s["id"] for s in self.snapshots]
 
-    def add(self, policy: torch.nn.Module, encoder: str) -> dict[str, Any]:
+    def add(
+        self, policy: torch.nn.Module, encoder: str, mask_futile: bool = False
+    ) -> dict[str, Any]:
         """Snapshot ``policy`` into the pool (evicting the oldest); returns the snapshot."""
-        snapshot = make_snapshot(policy, encoder, self.next_id)
+        snapshot = make_snapshot(policy, encoder, self.next_id, mask_futile)
         self.next_id += 1
         self.recent.append(snapshot)
         while len(self.recent) > self.pool_size:
@@ -84,19 +87,25 @@ class SnapshotPool:
     def state_dict(self) -> dict[str, Any]:
         return {"recent": self.recent, "archive": self.archive, "next_id": self.next_id}
 
-    def load_state_dict(self, state: Mapping[str, Any], encoder: str) -> None:
-        """Restore a saved pool; its snapshots play with ``encoder`` (the run's own)."""
-        self.recent = [_restored(s, encoder) for s in list(state["recent"])[-self.pool_size :]]
+    def load_state_dict(
+        self, state: Mapping[str, Any], encoder: str, mask_futile: bool = False
+    ) -> None:
+        """Restore a saved pool; its snapshots play with ``encoder`` and ``mask_futile``
+        (the run's own)."""
+        recent = list(state["recent"])[-self.pool_size :]
+        self.recent = [_restored(s, encoder, mask_futile) for s in recent]
         archive = list(state["archive"])[-self.archive_size :] if self.archive_size else []
-        self.archive = [_restored(s, encoder) for s in archive]
+        self.archive = [_restored(s, encoder, mask_futile) for s in archive]
         self.next_id = int(state["next_id"])
 
 
-def _restored(snapshot: Mapping[str, Any], encoder: str) -> dict[str, Any]:
+def _restored(snapshot: Mapping[str, Any], encoder: str, mask_futile: bool) -> dict[str, Any]:
     """A snapshot read back from a checkpoint, as :func:`make_snapshot` makes them: NumPy
-    weights (what crosses the worker pipes) and the run's encoder name."""
+    weights (what crosses the worker pipes), the run's encoder name and ``mask_futile``."""
     model = {k: v.numpy() if torch.is_tensor(v) else v for k, v in dict(snapshot["model"]).items()}
-    return {**snapshot, "model": model, "encoder": encoder}
+    restored = {**snapshot, "model": model, "encoder": encoder}
+    restored.pop("mask_futile", None)
+    return {**restored, "mask_futile": True} if mask_futile else restored
 
 
 class PromotionGate:
@@ -171,10 +180,11 @@ class League:
 class SelfPlay:
     """Keeps the pool and pushes it to the workers of ``envs`` (see module docs)."""
 
-    def __init__(self, cfg: SelfPlayConfig, envs: Any, encoder: str):
+    def __init__(self, cfg: SelfPlayConfig, envs: Any, encoder: str, mask_futile: bool = False):
         if cfg.every < 1:
             raise ValueError(f"selfplay.every must be >= 1, got {cfg.every}")
         self.cfg, self.envs, self.encoder = cfg, envs, encoder
+        self.mask_futile = mask_futile  # the run's env.mask_futile: snapshots play with it
         self.pool = SnapshotPool(cfg.pool_size, cfg.archive_size, cfg.archive_every)
         self.pushes = 0
         self.promotions = 0
@@ -201,7 +211,8 @@ class SelfPlay:
         opponent = getattr(env_cfg, "opponent", None)
         if opponent is None or not uses_self_play(plain(opponent)):
             return None
-        return cls(cfg, envs, str(getattr(env_cfg, "encoder", "simple")))
+        encoder = str(getattr(env_cfg, "encoder", "simple"))
+        return cls(cfg, envs, encoder, bool(getattr(env_cfg, "mask_futile", False)))
 
     def _sync(self, added: Sequence[Mapping[str, Any]]) -> None:
         keep = self.pool.ids()
@@ -217,7 +228,7 @@ class SelfPlay:
     def start(self, policy: torch.nn.Module) -> None:
         """Push the pool (from a resumed checkpoint) or a first snapshot of ``policy``."""
         if not self.pool.snapshots:
-            self.pool.add(policy, self.encoder)
+            self.pool.add(policy, self.encoder, self.mask_futile)
         self._sync(self.pool.snapshots)
         log.info("self-play: pool %s pushed to %d env(s)", self.pool.ids(), self.envs.num_envs)
 
@@ -250,7 +261,7 @@ class SelfPlay:
             self.league.record(results)
         if promote:
             newest = self.pool.ids()[-1]
-            snapshot = self.pool.add(policy, self.encoder)
+            snapshot = self.pool.add(policy, self.encoder, self.mask_futile)
             self._sync([snapshot])
             self.promotions += 1
             if self.gate is not None:
@@ -287,7 +298,7 @@ class SelfPlay:
 
     def load_state_dict(self, state: Mapping[str, Any] | None) -> None:
         if state:
-            self.pool.load_state_dict(state, self.encoder)
+            self.pool.load_state_dict(state, self.encoder, self.mask_futile)
             self.promotions = int(state.get("promotions", 0))
             if self.gate is not None:
                 self.gate.results.extend(bool(w) for w in state.get("gate_results", []))

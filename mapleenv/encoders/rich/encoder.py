@@ -48,6 +48,7 @@ from poke_env.data import GenData
 from mapleenv.actions import move_slots
 from mapleenv.encoders.rich import dex, layout, vocab
 from mapleenv.encoders.rich.damage import DamageEstimator, current_hp
+from mapleenv.encoders.rich.futility import current_types
 from mapleenv.encoders.rich.profile import (
     VOLATILE_CODES,
     move_max_pp,
@@ -79,13 +80,6 @@ _TEAM = layout.TEAM_SIZE
 _MON_WIDTH = _WIDTH["own_team"]
 _PRESENT, _ACTIVE, _FAINTED, _HP = _P["present"], _P["active"], _P["fainted"], _P["hp"]
 _OFFENSE, _DEFENSE = _P["offense"], _P["defense"]
-
-
-def current_types(mon: Pokemon) -> tuple[PokemonType, ...]:
-    """Defensive types now: Tera type once terastallized (Stellar keeps the base types)."""
-    if mon.is_terastallized and mon.tera_type is PokemonType.STELLAR:
-        return tuple(mon.base_types)
-    return tuple(mon.types)
 
 
 class RichEncoder:

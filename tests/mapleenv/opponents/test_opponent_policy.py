@@ -16,7 +16,7 @@ from mapleenv.encoders import make_encoder
 from mapleenv.env import PokemonEnv
 from mapleenv.opponents import make_opponent
 from mapleenv.opponents.policy import FrozenPolicy, PolicyOpponent
-from mapleenv.policies import policy_from_snapshot, read_snapshot
+from mapleenv.policies import load_checkpoint, policy_from_snapshot, read_snapshot
 from trainer.run.checkpoint import CheckpointError, save_checkpoint
 
 # runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
@@ -134,6 +134,35 @@ def test_mask_futile_opponent_never_plays_a_move_that_surely_fails(checkpoint):
         return {player.choose_move(battle).message.split()[2] for _ in range(60)}
 
     masked, plain = choices(True), choices(False)
+    assert masked and not masked & {"rest", "sleeptalk"}
+    assert plain & {"rest", "sleeptalk"}
+
+
+def test_a_checkpoint_trained_with_mask_futile_masks_futile_moves_as_an_opponent(
+    tmp_path, checkpoint
+):
+    """``policy:<checkpoint>`` plays as its run did: a checkpoint whose ``env.mask_futile``
+    was on never chooses Rest at full HP or Sleep Talk while awake, with the opponent's own
+    ``mask_futile`` off; the same weights saved without the setting do choose them."""
+    battle = make_battle(
+        [
+            own_mon("Clefable", moves=("rest", "sleeptalk", "moonblast"), active=True),
+            own_mon("Blissey", moves=("seismictoss",)),
+        ],
+        [("Garchomp", 77, 100)],
+    )
+    saved = load_checkpoint(checkpoint)
+    saved["config"]["env"]["mask_futile"] = True
+    masked_file = save_checkpoint(tmp_path / "masked.pt", saved)
+
+    def choices(path: Path) -> set[str]:
+        player = make_opponent(f"policy:{path}", seed=0)
+        assert not player.mask_futile  # the player-level setting stays off
+        return {player.choose_move(battle).message.split()[2] for _ in range(60)}
+
+    assert FrozenPolicy.from_snapshot(read_snapshot(masked_file)).mask_futile
+    assert not FrozenPolicy.from_snapshot(read_snapshot(checkpoint)).mask_futile
+    masked, plain = choices(masked_file), choices(checkpoint)
     assert masked and not masked & {"rest", "sleeptalk"}
     assert plain & {"rest", "sleeptalk"}
 

@@ -15,6 +15,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from mapleenv.opponents import FrozenPolicy
 from mapleenv.policies import build_policy, policy_from_snapshot
 from trainer.__main__ import CONF_DIR
 from trainer.config import ModelConfig, SelfPlayConfig, to_train_config
@@ -149,6 +150,25 @@ def test_self_play_only_for_opponents_with_self():
     assert selfplay is not None and selfplay.encoder == "simple"
     with pytest.raises(ValueError, match="every"):
         SelfPlay(SelfPlayConfig(every=0), None, "simple")
+
+
+def test_snapshots_play_with_the_runs_mask_futile():
+    """A run with ``env.mask_futile`` pushes snapshots that mask futile moves as opponents
+    too (the learner plays so); a resumed pool takes the resumed run's setting."""
+    env_cfg = OmegaConf.create({"opponent": "self", "encoder": "simple", "mask_futile": True})
+    selfplay = SelfPlay.for_env(SelfPlayConfig(every=1), env_cfg, PoolEcho())
+    policy = tiny_policy()
+    selfplay.start(policy)
+    selfplay.after_update(policy, 1)
+    assert [s.get("mask_futile") for s in selfplay.pool.snapshots] == [True, True]
+    assert FrozenPolicy.from_snapshot(selfplay.pool.snapshots[-1]).mask_futile
+    plain = SelfPlay(SelfPlayConfig(every=1), PoolEcho(), "simple")
+    assert "mask_futile" not in plain.pool.add(policy, "simple")  # as before the setting
+    state = pickle.loads(pickle.dumps(selfplay.state_dict()))
+    plain.load_state_dict(state)
+    assert not any(FrozenPolicy.from_snapshot(s).mask_futile for s in plain.pool.snapshots)
+    selfplay.load_state_dict(state)
+    assert all(FrozenPolicy.from_snapshot(s).mask_futile for s in selfplay.pool.snapshots)
 
 
 @pytest.mark.integration
