@@ -77,3 +77,18 @@ def test_training_minutes_add_up_resumed_segments() -> None:
     assert np.isnan(training_minutes(np.array([float("nan")])))
     # per row: the second segment starts on top of the first's 120 s; a NaN row carries on
     np.testing.assert_array_equal(cumulative_seconds(wall), [30.0, 120.0, 140.0, 140.0, 180.0])
+
+
+def test_minutes_axis_continues_past_the_last_step() -> None:
+    import runpy
+
+    import numpy as np
+
+    extended = runpy.run_path(str(ROOT / "scripts" / "plot_metrics.py"))["_extended"]
+    steps, minutes = np.array([0.0, 100.0, 300.0]), np.array([0.0, 10.0, 30.0])
+    to_steps = extended(minutes, steps)
+    # inside: the run's own curve; past either end: the mean rate, so ticks beyond the last
+    # step (matplotlib places some there) land on distinct spots instead of one
+    np.testing.assert_allclose(to_steps(np.array([5.0, 20.0])), [50.0, 200.0])
+    np.testing.assert_allclose(to_steps(np.array([35.0, 40.0, -5.0])), [350.0, 400.0, -50.0])
+    np.testing.assert_allclose(extended(steps, minutes)(np.array([400.0])), [40.0])
