@@ -141,6 +141,20 @@ def test_missing_checkpoint_fails_clearly(tmp_path):
         run(EvaluateConfig(checkpoint=str(tmp_path / "nope.pt")), tmp_path)
 
 
+def test_cli_error_and_logs_are_on_stderr_and_stdout_stays_empty(tmp_path):
+    """A bad setting found by the app (after the preflight; logging is set up): the one
+    error line and the log lines before it go to stderr and the run's log file
+    (conf/hydra/job_logging/maple.yaml); stdout is for results only, so it is empty."""
+    checkpoint = write_tiny_checkpoint(tmp_path / "tiny.pt")
+    done = evaluate_cli(f"checkpoint={checkpoint}", "battles=0", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stdout == ""
+    errors = [line for line in done.stderr.splitlines() if "][ERROR] - " in line]
+    assert len(errors) == 1 and "battles" in errors[0], done.stderr[-3000:]
+    assert "][INFO] - device: " in done.stderr  # a log line before the error
+    assert errors[0] in (tmp_path / "hydra" / "evaluate.log").read_text()
+
+
 @pytest.mark.integration
 def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path):
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny.pt")
@@ -181,3 +195,9 @@ def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path)
         assert "<html" in html.lower() or "<!doctype html" in html.lower()
         assert "|turn|1" in html and ("|win|" in html or "|tie" in html)
     assert "95% CI" in done.stdout and "play quality" in done.stdout
+    assert (
+        done.stdout.rstrip().splitlines()[-1]
+        == f"results: {output}; replays: {output.parent / 'replays'}"
+    )
+    # the log lines (progress, device) are on stderr, not among the results
+    assert "][INFO] - " not in done.stdout and "][INFO] - vs random: 2/2 battles" in done.stderr
