@@ -261,7 +261,8 @@ def _write_results(
     results: list[BattleResult],
     interrupted: str | None,
 ) -> dict[str, Any]:
-    """Write ``play.json`` and log the summary line; returns the document."""
+    """Write ``play.json`` and print the summary line, the result, on stdout (the log
+    lines go to stderr and ``play.log``); returns the document."""
     document = {
         "checkpoint": str(cfg.checkpoint),
         "server": cfg.server,
@@ -277,12 +278,8 @@ def _write_results(
     }
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=2) + "\n")
-    log.info(
-        "%s%s; results: %s",
-        summary_line(results, username),
-        f" (interrupted by {interrupted})" if interrupted else "",
-        output,
-    )
+    stopped = f" (interrupted by {interrupted})" if interrupted else ""
+    print(f"{summary_line(results, username)}{stopped}; results: {output}", flush=True)
     return document
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -146,7 +147,8 @@ def summary_line(row: dict[str, Any]) -> str:
 
 
 class ConsoleProgress:
-    """A live rich progress line; silent when the console is not a terminal."""
+    """A live rich progress line on stderr (with the logs; stdout is for results); silent
+    when stderr is not a terminal."""
 
     def __init__(self, total: int, completed: int) -> None:
         self._progress = Progress(
@@ -158,6 +160,7 @@ class ConsoleProgress:
             TextColumn("eta"),
             TimeRemainingColumn(),
             transient=False,
+            console=Console(stderr=True),
         )
         self.live = self._progress.console.is_terminal
         self._task = self._progress.add_task("train", total=total, completed=completed, info="")

@@ -47,7 +47,9 @@ def play(tmp_path: Path, *overrides: str, env: dict | None = None, timeout: floa
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
-    return [line for line in (proc.stdout + proc.stderr).splitlines() if "[ERROR]" in line]
+    """The error lines: on stderr (stdout is for results: none when it fails)."""
+    assert "[ERROR]" not in proc.stdout, proc.stdout[-3000:]
+    return [line for line in proc.stderr.splitlines() if "[ERROR]" in line]
 
 
 class FloodServer:
@@ -183,8 +185,8 @@ def test_the_password_is_never_printed_nor_written(
 @pytest.mark.integration
 def test_a_password_on_the_command_line_is_refused_without_echo(tmp_path: Path) -> None:
     proc = play(tmp_path, f"password={SECRET}", "bogus_key=1")
-    assert proc.returncode == 2
-    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and proc.stdout == ""
+    out = proc.stderr
     assert SECRET not in out and "MAPLE_PASSWORD" in out and "Traceback" not in out
     assert len(out.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
@@ -207,8 +209,8 @@ def test_bad_play_settings_are_one_line_before_anything_is_written(
     tmp_path: Path, overrides: list[str], message: str
 ) -> None:
     proc = play(tmp_path, *overrides, timeout=120)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 2, out[-3000:]
+    out = proc.stderr  # the preflight's line; stdout is for results
+    assert proc.returncode == 2 and proc.stdout == "", out[-3000:]
     assert out.strip().count("\n") == 0 and message in out, out[-3000:]
     assert not (tmp_path / "run").exists()
 

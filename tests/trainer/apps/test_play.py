@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from conftest import pid_alive
@@ -80,8 +80,8 @@ def test_cli_reports_a_bad_setting_in_one_line(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 2
-    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
+    assert proc.returncode == 2 and proc.stdout == ""  # the preflight's line is on stderr
+    errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
     assert len(errors) == 1 and "mode=challenge needs opponent=" in errors[0]
 
 
@@ -89,12 +89,14 @@ def test_cli_reports_a_bad_setting_in_one_line(tmp_path: Path) -> None:
 
 
 class Agent:
-    """``python -m trainer.play`` as a subprocess; its output lines read by a thread."""
+    """``python -m trainer.play`` as a subprocess; its output lines (stdout and stderr) read
+    by a thread each."""
 
     def __init__(self, tmp_path: Path, *overrides: str):
         self.run_dir = tmp_path / "run"
         self.lines: queue.Queue[str] = queue.Queue()
         self.output: list[str] = []
+        self.stdout: list[str] = []  # the results only: the log lines are on stderr
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -107,19 +109,25 @@ class Agent:
             ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
             # a test run started in the background inherits SIGINT ignored (and Python then
             # installs no Ctrl-C handler): the agent must get the default, as from a terminal
             preexec_fn=_default_sigint,
         )
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self.readers = [
+            threading.Thread(target=self._read, args=(stream, kept), daemon=True)
+            for stream, kept in ((self.proc.stdout, self.stdout), (self.proc.stderr, None))
+        ]
+        for reader in self.readers:
+            reader.start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+    def _read(self, stream: IO[str] | None, kept: list[str] | None) -> None:
+        assert stream is not None
+        for line in stream:
+            if kept is not None:
+                kept.append(line.rstrip("\n"))
             self.lines.put(line.rstrip("\n"))
 
     def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
@@ -142,7 +150,8 @@ class Agent:
 
     def finish(self, timeout: float) -> int:
         code = self.proc.wait(timeout=timeout)
-        self.reader.join(timeout=30)  # it ends at the end of the output
+        for reader in self.readers:
+            reader.join(timeout=30)  # it ends at the end of the output
         while not self.lines.empty():
             self.output.append(self.lines.get_nowait())
         return code
@@ -199,7 +208,10 @@ def test_random_player_challenges_the_listening_agent_twice(
     ]
     logged = [m for m in logged if m]
     assert [m.group(1) for m in logged] == ["1", "2"]
-    assert any(re.search(r"summary: \S+ played 2 battles", line) for line in agent.output)
+    assert not any(m.string in agent.stdout for m in logged)  # log lines: stderr
+    # stdout holds the result only: the summary line
+    assert len(agent.stdout) == 1, agent.stdout
+    assert re.search(r"summary: \S+ played 2 battles: .*; results: ", agent.stdout[0])
 
     document = _results(agent)
     assert document["mode"] == "accept" and document["interrupted"] is None
@@ -228,7 +240,7 @@ def test_a_signal_stops_the_agent_and_its_server(
     assert agent.finish(timeout=60) == 128 + signum
     document = _results(agent)
     assert document["interrupted"] == signum.name and document["battles"] == []
-    assert any("interrupted by " + signum.name in line for line in agent.output)
+    assert len(agent.stdout) == 1 and "interrupted by " + signum.name in agent.stdout[0]
     assert not pid_alive(server_pid)
 
 

@@ -207,8 +207,9 @@ def test_a_showdown_error_stop_says_how_to_resume_once_a_checkpoint_exists(
     with pytest.raises(SystemExit) as stop:
         cli.main()
     assert stop.value.code == 1
-    out = capfd.readouterr()  # Hydra's job logging writes to stdout
-    lines = [line for line in (out.out + out.err).splitlines() if "[ERROR]" in line]
+    out = capfd.readouterr()
+    assert "[ERROR]" not in out.out  # the console log is on stderr (conf/hydra/job_logging)
+    lines = [line for line in out.err.splitlines() if "[ERROR]" in line]
     assert len(lines) == 1 and "the server refused the challenge: lockdown" in lines[0]
     hint = f"; last checkpoint: {tmp_path}/checkpoints/last.pt (continue with resume={tmp_path})"
     assert lines[0].endswith(hint) == saved, lines
