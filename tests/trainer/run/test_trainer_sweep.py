@@ -39,6 +39,8 @@ def test_sweep_runs_every_setting_and_the_report_summarises_them(tmp_path: Path)
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(p.name for p in sweep.iterdir() if p.is_dir()) == ["0", "1"]
+    # Hydra's own lines and the jobs' logs are on stderr (conf/hydra/*_logging/maple.yaml)
+    assert "[HYDRA] Launching 2 jobs locally" in proc.stderr and proc.stdout == ""
 
     report = subprocess.run(
         [sys.executable, "scripts/sweep_report.py", str(sweep)],
