@@ -91,6 +91,9 @@ def _is_showdown_error(exc: BaseException) -> bool:
 
 def main() -> None:
     """Console-script entry point (``maple-train``)."""
+    from trainer.apps.pipes import quiet_closed_pipe
+
+    quiet_closed_pipe(sys.argv[1:])
     _hydra_main()
 
 

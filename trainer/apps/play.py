@@ -29,6 +29,7 @@ from trainer.apps.live import (
     resolve_password,
     wait_logged_in,
 )
+from trainer.apps.pipes import quiet_closed_pipe
 from trainer.config import PlayConfig
 
 log = logging.getLogger("trainer.play")  # not __main__ under python -m
@@ -315,6 +316,7 @@ def refuse_password_argument(argv: list[str]) -> None:
 def main() -> None:
     """Console entry point: Hydra app over ``conf/play.yaml``."""
     refuse_password_argument(sys.argv[1:])
+    quiet_closed_pipe(sys.argv[1:])
     import hydra
     import torch
     from hydra.core.hydra_config import HydraConfig

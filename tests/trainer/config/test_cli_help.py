@@ -69,3 +69,28 @@ def test_evaluate_and_play_help_describe_every_key(module: str, schema: type) ->
             described |= set(match.group(1).split(", "))
     assert described == {f.name for f in dataclasses.fields(schema)}
     assert "docs/" in text
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("module", ["trainer", "trainer.evaluate", "trainer.play"])
+def test_help_into_a_closed_pipe_ends_quietly(module: str) -> None:
+    # `python -m trainer --help | head -1`: the reader is gone before the help is printed
+    # (its end closed before the CLI starts), so every write meets a closed pipe
+    import os
+    import signal
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", module, "--help"],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode == -signal.SIGPIPE
