@@ -313,11 +313,7 @@ class ShowdownBackend:
             self.agent.answer(self._agent_reply, ForfeitBattleOrder())
             self._agent_reply = None
         deadline = time.monotonic() + self.timeout
-
-        def ended(battle: Battle | None) -> bool:
-            return battle is None or battle.finished
-
-        while not (ended(agent) and ended(self.rival_battle)):
+        while not self._seats_ended(agent):
             event = self._next_event(max(deadline - time.monotonic(), 0.0))
             if isinstance(event.item, _Popup):
                 logger.warning("popup from the server: %s", event.item.text)
@@ -329,6 +325,19 @@ class ShowdownBackend:
                 self.agent.answer(event.reply, _NoOrder())
         if agent is not None:
             self._save_record(agent)  # no-op if already saved
+
+    def _seats_ended(self, agent: Battle | None) -> bool:
+        """Whether both players saw the end of every battle they know, the opponent's seat
+        that of ``agent``'s room included: its battle can exist before this backend has seen
+        a decision of it (``rival_battle`` still unset), and poke-env refuses to reset a
+        player with a battle still running."""
+        if agent is not None:
+            theirs = self.rival._battles.get(agent.battle_tag)
+            if not agent.finished or theirs is None or not theirs.finished:
+                return False
+        players = (self.agent._battles, self.rival._battles)
+        # list(): one C-level copy, as the loop thread may add a battle meanwhile
+        return all(b.finished for battles in players for b in list(battles.values()))
 
     def _drain(self) -> None:
         """Answer leftover events of ended battles (a lost connection still raises)."""
