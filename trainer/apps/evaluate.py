@@ -75,7 +75,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     encoder = snapshot_encoder(checkpoint)
     plugins = list(cfg.plugins)
     max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
-    mask_futile = checkpoint_mask_futile(cfg.mask_futile, env_cfg)
+    mask_futile = checkpoint_mask_futile(cfg.mask_futile, checkpoint)
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
     replay_dir = output.parent / "replays" if cfg.save_replays else None
     console = Console(stderr=True)

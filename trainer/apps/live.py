@@ -154,8 +154,7 @@ def build_player(
     from mapleenv.opponents import FrozenPolicy
 
     battle_format, team = setup if setup is not None else battle_setup(cfg, checkpoint)
-    env_cfg = (checkpoint.get("config") or {}).get("env") or {}
-    mask_futile = checkpoint_mask_futile(cfg.mask_futile, env_cfg)  # play's key wins
+    mask_futile = checkpoint_mask_futile(cfg.mask_futile, checkpoint)  # play's key wins
     policy = FrozenPolicy.from_snapshot(checkpoint, mask_futile=mask_futile)
     player_class = _make_player_class()
     return player_class(

@@ -8,11 +8,12 @@ unknown key or invalid value, before anything starts.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mapleenv.policies import Activation, ModelKind
+from mapleenv.policies import Activation, ModelKind, snapshot_mask_futile
 from trainer.config.schema import (
     AlgoName,
     Backend,
@@ -181,12 +182,12 @@ def team_path(value: str | None) -> str | None:
     return to_absolute_path(str(value))
 
 
-def checkpoint_mask_futile(value: bool | None, env_cfg: Any) -> bool:
-    """``mask_futile=`` of evaluate and play: as given, else the checkpoint's
-    ``env.mask_futile`` (``env_cfg``: its saved ``config.env``; off for runs without it)."""
+def checkpoint_mask_futile(value: bool | None, checkpoint: Mapping[str, Any]) -> bool:
+    """``mask_futile=`` of evaluate and play: as given, else as the checkpoint's policy was
+    trained (:func:`mapleenv.policies.snapshot_mask_futile`; off for runs without it)."""
     if value is not None:
         return bool(value)
-    return bool((env_cfg or {}).get("mask_futile", False))
+    return snapshot_mask_futile(checkpoint)
 
 
 def _check_teams(env: EnvConfig) -> list[str]:

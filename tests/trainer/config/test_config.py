@@ -168,6 +168,8 @@ def test_mask_futile_is_an_env_key_and_an_evaluate_and_play_override() -> None:
             default = compose(app, overrides=["checkpoint=run.pt"])
         assert OmegaConf.to_object(raw).mask_futile is True
         assert OmegaConf.to_object(default).mask_futile is None
-    assert checkpoint_mask_futile(None, {}) is False  # runs from before the key
-    assert checkpoint_mask_futile(None, {"mask_futile": True}) is True
-    assert checkpoint_mask_futile(False, {"mask_futile": True}) is False
+    trained_masked = {"config": {"env": {"mask_futile": True}}}
+    assert checkpoint_mask_futile(None, {"config": {"env": {}}}) is False  # before the key
+    assert checkpoint_mask_futile(None, trained_masked) is True
+    assert checkpoint_mask_futile(False, trained_masked) is False
+    assert checkpoint_mask_futile(True, {}) is True
