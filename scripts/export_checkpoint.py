@@ -6,8 +6,12 @@ Drops the self-play snapshot pool (the bulk of a self-play checkpoint); keeps th
 its spec and run config (enough for ``trainer.evaluate`` and ``policy:<path>`` opponents),
 and, unless ``--policy-only``, the optimizer, counters and RNG states so that
 ``resume=<exported file>`` continues training (self-play then restarts its pool).
-Prints the sizes as JSON. Reads format 2 only (the safe loader); a file it refuses is one
-line and exit code 2 (an older checkpoint: ``scripts/convert_checkpoint.py`` first).
+``--mask-futile`` makes the copy play without the moves that surely fail (the snapshot's
+``mask_futile`` key, which ``trainer.evaluate``, ``trainer.play`` and ``policy:`` opponents
+follow unless told ``mask_futile=false``), whatever its run trained with; the run's config
+stays as it was. Prints the sizes as JSON. Reads format 2 only (the safe loader); a file it
+refuses is one line and exit code 2 (an older checkpoint: ``scripts/convert_checkpoint.py``
+first).
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import argparse
 import json
 from pathlib import Path
 
+from mapleenv.policies import snapshot_mask_futile
 from trainer.run.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
-POLICY_KEYS = ("model", "policy", "config", "global_step", "iteration")
+POLICY_KEYS = ("model", "policy", "config", "global_step", "iteration", "mask_futile")
 
 
 def main() -> None:
@@ -30,6 +35,11 @@ def main() -> None:
     )
     parser.add_argument("out", type=Path, help="the compact copy to write")
     parser.add_argument("--policy-only", action="store_true", help="drop optimizer and RNG states")
+    parser.add_argument(
+        "--mask-futile",
+        action="store_true",
+        help="the copy plays without the moves that surely fail (mask_futile=true by default)",
+    )
     args = parser.parse_args()
 
     try:
@@ -40,6 +50,8 @@ def main() -> None:
         ckpt = {key: ckpt[key] for key in POLICY_KEYS if key in ckpt}
     else:
         ckpt["selfplay"] = None
+    if args.mask_futile:
+        ckpt["mask_futile"] = True
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         save_checkpoint(args.out, ckpt)
@@ -53,6 +65,7 @@ def main() -> None:
                 "out": str(args.out),
                 "out_bytes": args.out.stat().st_size,
                 "global_step": ckpt.get("global_step"),
+                "mask_futile": snapshot_mask_futile(ckpt),
             }
         )
     )
