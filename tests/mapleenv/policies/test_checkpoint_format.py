@@ -270,7 +270,7 @@ def test_the_shipped_model_is_format_2_and_gives_its_recorded_outputs():
     policy = build_policy(spec["obs_dim"], spec["n_actions"], spec["model"])
     policy.load_state_dict(ckpt["model"])
     policy.eval()
-    recorded = np.load(RECORDED)  # the pickled (format 1) model's outputs, before converting
+    recorded = np.load(RECORDED)  # its outputs when shipped (tests/data/README.md)
     state = policy.initial_state(recorded["obs"].shape[1])
     with torch.no_grad():
         for t in range(recorded["obs"].shape[0]):
