@@ -14,6 +14,20 @@ from mapleenv.encoders.rich import dex
 from mapleenv.policies import ModelConfig, build_policy, policy_spec
 from trainer.run.checkpoint import save_checkpoint
 
+# A gen9ou team member for futile-move tests: Snorlax at full HP and awake, so Rest and Sleep
+# Talk surely fail on its first turn; its action indices (moves 6-9, terastallizing 16 + move)
+RESTING_SNORLAX = """Snorlax @ Leftovers
+Ability: Thick Fat
+Tera Type: Ghost
+EVs: 252 HP / 252 Atk / 4 SpD
+Adamant Nature
+- Rest
+- Sleep Talk
+- Body Slam
+- Earthquake
+"""
+REST, SLEEP_TALK, BODY_SLAM, TERA = 6, 7, 8, 16
+
 
 def write_tiny_checkpoint(path: Path, seed: int = 0, kind: str = "lstm") -> Path:
     """A freshly initialised tiny policy saved like the trainer saves its checkpoints."""

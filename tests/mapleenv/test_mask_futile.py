@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from builders import BODY_SLAM, REST, RESTING_SNORLAX, SLEEP_TALK, TERA
 from conftest import DirectPokemonEnv
 from poke_env.battle import Move
 
@@ -12,16 +13,9 @@ from mapleenv.actions import legal_actions, mask_from_legal
 from mapleenv.encoders.rich.certain import surely_fails, without_futile
 
 # Snorlax leads at full HP, awake: Rest and Sleep Talk surely fail on the first turn
-TEAM = """Snorlax @ Leftovers
-Ability: Thick Fat
-Tera Type: Ghost
-EVs: 252 HP / 252 Atk / 4 SpD
-Adamant Nature
-- Rest
-- Sleep Talk
-- Body Slam
-- Earthquake
-
+TEAM = (
+    RESTING_SNORLAX
+    + """
 Blissey @ Heavy-Duty Boots
 Ability: Natural Cure
 Tera Type: Fairy
@@ -32,8 +26,7 @@ Bold Nature
 - Thunder Wave
 - Stealth Rock
 """
-REST, SLEEP_TALK, BODY_SLAM = 6, 7, 8
-TERA = 16
+)
 
 
 def play(env, rng, check) -> np.ndarray:

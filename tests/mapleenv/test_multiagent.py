@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import BODY_SLAM, REST, RESTING_SNORLAX, SLEEP_TALK, TERA
 from conftest import child_node_pids
 from pettingzoo.test import parallel_api_test
 
@@ -130,26 +131,12 @@ def test_illegal_actions_raise_or_play_the_default_and_max_turns_truncates():
         env.close()
 
 
-# Snorlax at full HP and awake: Rest and Sleep Talk surely fail on its first turn
-RESTING_TEAM = """Snorlax @ Leftovers
-Ability: Thick Fat
-Tera Type: Ghost
-EVs: 252 HP / 252 Atk / 4 SpD
-Adamant Nature
-- Rest
-- Sleep Talk
-- Body Slam
-- Earthquake
-"""
-REST, SLEEP_TALK, BODY_SLAM, TERA = 6, 7, 8, 16
-
-
 def _first_turn_masks(mask_futile: bool) -> dict[str, np.ndarray]:
     """Both seats' masks of the first turn; every decision's mask is checked against
     ``without_futile`` of the seat's legal actions (on) or the legal actions (off)."""
     env = mapleenv.parallel_env(
         battle_format="gen9ou",
-        team=RESTING_TEAM,
+        team=RESTING_SNORLAX,
         seed=5,
         max_turns=8,
         on_illegal="raise",
