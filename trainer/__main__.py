@@ -91,9 +91,11 @@ def _is_showdown_error(exc: BaseException) -> bool:
 
 def main() -> None:
     """Console-script entry point (``maple-train``)."""
+    from trainer.apps.config_errors import one_line_config_errors
     from trainer.apps.pipes import quiet_closed_pipe
 
     quiet_closed_pipe(sys.argv[1:])
+    one_line_config_errors("trainer")
     _hydra_main()
 
 

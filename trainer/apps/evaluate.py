@@ -24,6 +24,7 @@ from mapleenv.policies import (
     snapshot_encoder,
     snapshot_plugins,
 )
+from trainer.apps.config_errors import one_line_config_errors
 from trainer.apps.pipes import quiet_closed_pipe
 from trainer.config import EvaluateConfig, PeriodicEvalConfig, checkpoint_mask_futile, team_path
 from trainer.evaluation import (
@@ -152,6 +153,7 @@ def _warn_untrusted_plugins(cfg: EvaluateConfig, checkpoint: dict[str, Any]) -> 
 def main() -> None:
     """Console entry point: Hydra app over ``conf/evaluate.yaml``."""
     quiet_closed_pipe(sys.argv[1:])
+    one_line_config_errors("trainer.apps.evaluate")
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig, OmegaConf

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mapleenv.paths import printable
+from trainer.apps.config_errors import one_line_config_errors
 from trainer.apps.guard import FloodGuard, QuietExplained, RefusalWatch
 from trainer.apps.live import (
     DEFAULT_USERNAME,
@@ -317,6 +318,7 @@ def main() -> None:
     """Console entry point: Hydra app over ``conf/play.yaml``."""
     refuse_password_argument(sys.argv[1:])
     quiet_closed_pipe(sys.argv[1:])
+    one_line_config_errors("trainer.play")
     import hydra
     import torch
     from hydra.core.hydra_config import HydraConfig

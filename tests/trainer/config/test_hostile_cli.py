@@ -109,3 +109,37 @@ def test_allow_oversubscribe_is_the_documented_way_past_the_count_check() -> Non
     with pytest.raises(ConfigError, match="set env.allow_oversubscribe=true"):
         to_train_config(too_many)
     assert to_train_config(allowed).env.num_envs == 100000
+
+
+def cli(cwd: Path, module: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_overrides_hydra_cannot_compose_are_one_line_exit_2_for_every_cli(tmp_path: Path) -> None:
+    """A wrong type, an unknown key or config group, a syntax error: Hydra's own composition
+    errors, caught before any of Maple's checks, are one line too (also under ``-m``)."""
+    before = set(tmp_path.rglob("*"))
+    cases = [
+        ("trainer", ["seed=abc"], "Error merging override seed=abc: Value 'abc' of type 'str'"),
+        ("trainer", ["env.nope=1"], "Could not override 'env.nope'"),
+        ("trainer", ["+experiment=nope"], "Could not find 'experiment/nope'"),
+        ("trainer", ["-m", "seed=1,2", "env.num_envs=x"], "Error merging override env.num_envs=x"),
+        ("trainer", ["env.opponent=[random"], "override_grammar"),
+        ("trainer.evaluate", ["checkpoint=x.pt", "battles=abc"], "override battles=abc"),
+        ("trainer.play", ["checkpoint=x.pt", "battles=abc"], "override battles=abc"),
+    ]
+    for module, overrides, message in cases:
+        proc = cli(tmp_path, module, *overrides)
+        assert_one_line_and_nothing_written(proc, tmp_path, message, before)
+        assert "Config search path" not in proc.stderr
+    proc = cli(tmp_path, "trainer", "seed=abc", HYDRA_FULL_ERROR="1")
+    assert proc.returncode == 1 and "Traceback" in proc.stderr  # Hydra's full report on request

@@ -1,0 +1,44 @@
+"""A bad override (``battles=abc``, ``+experiment=nope``, ``env.nope=1``, a syntax error) is
+one error line and exit code 2, as every other bad input to the CLIs is, instead of Hydra's
+multi-line report and exit code 1. ``HYDRA_FULL_ERROR=1`` still gives Hydra's full report.
+
+Hydra composes the config inside ``hydra._internal.utils.run_and_report``, before any of
+Maple's code or callbacks run; wrapping that function is the one place to catch it
+(pinned Hydra 1.3; ``tests/trainer/config/test_hostile_cli.py`` fails if that moves)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+
+def one_line_config_errors(logger: str) -> None:
+    """Report Hydra's composition errors (:class:`hydra.errors.CompactHydraException`) as
+    ``[ERROR]`` lines of ``logger`` with exit code 2."""
+    from hydra._internal import utils
+    from hydra.errors import CompactHydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from trainer.preflight import fail
+
+    original = utils.run_and_report
+    if getattr(original, "maple_one_line", False):
+        return
+
+    def run_and_report(func: Callable[[], Any]) -> Any:
+        def composed() -> Any:
+            try:
+                return func()
+            except CompactHydraException as exc:
+                if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                    raise
+                message = str(exc).split("Config search path:")[0]  # where it looked: noise
+                if isinstance(exc.__cause__, OmegaConfBaseException):
+                    message += ": " + str(exc.__cause__).splitlines()[0]
+                fail(message, logger=logger)
+
+        return original(composed)
+
+    run_and_report.maple_one_line = True  # type: ignore[attr-defined]
+    utils.run_and_report = run_and_report
