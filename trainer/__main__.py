@@ -91,8 +91,8 @@ def _is_showdown_error(exc: BaseException) -> bool:
 
 def main() -> None:
     """Console-script entry point (``maple-train``)."""
-    from trainer.apps.config_errors import one_line_config_errors
     from trainer.apps.pipes import quiet_closed_pipe
+    from trainer.cli_errors import one_line_config_errors
 
     quiet_closed_pipe(sys.argv[1:])
     one_line_config_errors("trainer")

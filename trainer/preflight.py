@@ -5,20 +5,12 @@ code 2, and nothing is written (no run dir, no ``.hydra/``, no log)."""
 
 from __future__ import annotations
 
-import sys
-import time
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, open_dict
 
-
-def fail(message: str, logger: str = "trainer") -> None:
-    """The one error line (in the format of the log's lines: logging is not set up yet),
-    then exit code 2."""
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    print(f"[{stamp}][{logger}][ERROR] - {' '.join(str(message).split())}", file=sys.stderr)
-    sys.exit(2)
+from trainer.cli_errors import fail
 
 
 def _task_config(config: DictConfig) -> DictConfig:

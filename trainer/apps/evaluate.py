@@ -24,8 +24,8 @@ from mapleenv.policies import (
     snapshot_encoder,
     snapshot_plugins,
 )
-from trainer.apps.config_errors import one_line_config_errors
 from trainer.apps.pipes import quiet_closed_pipe
+from trainer.cli_errors import one_line_config_errors
 from trainer.config import EvaluateConfig, PeriodicEvalConfig, checkpoint_mask_futile, team_path
 from trainer.evaluation import (
     OpponentResult,

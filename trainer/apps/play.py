@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from mapleenv.paths import printable
-from trainer.apps.config_errors import one_line_config_errors
 from trainer.apps.guard import FloodGuard, QuietExplained, RefusalWatch
 from trainer.apps.live import (
     DEFAULT_USERNAME,
@@ -31,6 +30,7 @@ from trainer.apps.live import (
     wait_logged_in,
 )
 from trainer.apps.pipes import quiet_closed_pipe
+from trainer.cli_errors import one_line_config_errors
 from trainer.config import PlayConfig
 
 log = logging.getLogger("trainer.play")  # not __main__ under python -m

@@ -1,4 +1,6 @@
-"""A bad override (``battles=abc``, ``+experiment=nope``, ``env.nope=1``, a syntax error) is
+"""Bad input to the CLIs is one error line and exit code 2 (:func:`fail`).
+
+A bad override (``battles=abc``, ``+experiment=nope``, ``env.nope=1``, a syntax error) is
 one error line and exit code 2, as every other bad input to the CLIs is, instead of Hydra's
 multi-line report and exit code 1. ``HYDRA_FULL_ERROR=1`` still gives Hydra's full report.
 
@@ -9,8 +11,18 @@ Maple's code or callbacks run; wrapping that function is the one place to catch 
 from __future__ import annotations
 
 import os
+import sys
+import time
 from collections.abc import Callable
 from typing import Any
+
+
+def fail(message: str, logger: str = "trainer") -> None:
+    """The one error line (in the format of the log's lines: logging is not set up yet),
+    then exit code 2."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"[{stamp}][{logger}][ERROR] - {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(2)
 
 
 def one_line_config_errors(logger: str) -> None:
@@ -19,8 +31,6 @@ def one_line_config_errors(logger: str) -> None:
     from hydra._internal import utils
     from hydra.errors import CompactHydraException
     from omegaconf.errors import OmegaConfBaseException
-
-    from trainer.preflight import fail
 
     original = utils.run_and_report
     if getattr(original, "maple_one_line", False):
