@@ -52,11 +52,17 @@ def _make_player_class() -> type:
         """A frozen Maple policy as a listening poke-env player (see module docs)."""
 
         def __init__(
-            self, *args: Any, on_result: Callable[[BattleResult], None] | None = None, **kwargs: Any
+            self,
+            *args: Any,
+            on_result: Callable[[BattleResult], None] | None = None,
+            before_listening: Callable[[Any], None] | None = None,
+            **kwargs: Any,
         ):
             super().__init__(*args, **kwargs)  # PolicyOpponent: start_listening=False
             self.on_result = on_result
             self.results: list[BattleResult] = []
+            if before_listening is not None:  # e.g. filters on the logger poke-env just made
+                before_listening(self)
             client = self.ps_client
             client._listening_coroutine = asyncio.run_coroutine_threadsafe(
                 client.listen(), client.loop
@@ -145,9 +151,12 @@ def build_player(
     *,
     setup: tuple[str, Any] | None = None,
     password: str | None = None,
+    before_listening: Callable[[Any], None] | None = None,
 ) -> Any:
     """The listening policy player for ``checkpoint`` (connecting and logging in);
-    ``setup`` is :func:`battle_setup`'s result (made here when not given). It masks the
+    ``setup`` is :func:`battle_setup`'s result (made here when not given);
+    ``before_listening(player)`` runs once the player exists, before it connects (a hostile
+    server's first messages then already meet its log filters). It masks the
     moves that surely fail when ``mask_futile`` says so (default: as the checkpoint's run)."""
     from poke_env.ps_client import AccountConfiguration
 
@@ -164,6 +173,7 @@ def build_player(
         seed=cfg.seed,
         name=cfg.username or DEFAULT_USERNAME,
         on_result=on_result,
+        before_listening=before_listening,
         battle_format=battle_format,
         team=team,
         account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME, password),

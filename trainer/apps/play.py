@@ -151,9 +151,15 @@ def run(
     try:
         server, server_configuration, browser_url = _server(cfg, output_dir)
         player = build_player(
-            cfg, checkpoint, server_configuration, on_result, setup=setup, password=password
+            cfg,
+            checkpoint,
+            server_configuration,
+            on_result,
+            setup=setup,
+            password=password,
+            # its console handler, made by poke-env just now: filtered before it connects
+            before_listening=lambda made: guard.install([made.logger], console=quiet),
         )
-        guard.install([player.logger], console=quiet)  # its console handler, added just now
         wait_logged_in(player, watch=watch)
         url = server_configuration.websocket_url
         _log_ready(cfg, player, username, url)
