@@ -19,18 +19,23 @@ ROOT = Path(__file__).resolve().parents[3]
 CONF = ROOT / "conf"
 
 
-def trainer(cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
-    """``python -m trainer +experiment=smoke ...`` started in ``cwd`` (its default run dir
-    is under ``cwd/outputs``), with ``cwd`` on the path for plugins."""
+def cli(cwd: Path, module: str, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """``python -m <module> ...`` started in ``cwd``, with ``cwd`` on the path for plugins."""
     path = os.pathsep.join([str(ROOT), str(cwd), os.environ.get("PYTHONPATH", "")])
     return subprocess.run(
-        [sys.executable, "-m", "trainer", "+experiment=smoke", *overrides],
+        [sys.executable, "-m", module, *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=180,
-        env={**os.environ, "PYTHONPATH": path},
+        env={**os.environ, "PYTHONPATH": path, **env},
     )
+
+
+def trainer(cwd: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """``python -m trainer +experiment=smoke ...`` started in ``cwd`` (its default run dir
+    is under ``cwd/outputs``)."""
+    return cli(cwd, "trainer", "+experiment=smoke", *overrides)
 
 
 def assert_one_line_and_nothing_written(
@@ -109,17 +114,6 @@ def test_allow_oversubscribe_is_the_documented_way_past_the_count_check() -> Non
     with pytest.raises(ConfigError, match="set env.allow_oversubscribe=true"):
         to_train_config(too_many)
     assert to_train_config(allowed).env.num_envs == 100000
-
-
-def cli(cwd: Path, module: str, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-    )
 
 
 @pytest.mark.integration
