@@ -15,9 +15,8 @@ Parts (``--parts``, default all three, in this order):
   autocast loss (what ``algo.bf16=true`` trains with) against ``--bf16-tolerance``; the
   gradients of one update step on both (within 10x ``--tolerance``); seconds per update,
   CPU vs device (median of ``--repeats``, one warm-up not counted).
-* ``checkpoints``: the device run's checkpoint loaded on CPU (its policy gives the device
-  policy's outputs) and resumed on CPU for one iteration; a CPU run's checkpoint resumed on
-  the device for one iteration.
+* ``checkpoints``: the device run's checkpoint loaded on CPU (the same outputs as on the
+  device) and resumed there for one iteration; a CPU run's resumed on the device.
 * ``sim`` (when Node and the simulator are installed; else one line saying why not): the
   recipe on the direct backend at each ``--envs`` count for ``--sim-seconds``: train SPS,
   env-only SPS (random legal actions), CPU ms per env step by process role, GPU memory,
@@ -53,7 +52,7 @@ from omegaconf import OmegaConf
 
 from mapleenv.actions import action_space_size
 from mapleenv.encoders import make_encoder, observation_box
-from mapleenv.measure import process_cpu, process_role
+from mapleenv.measure import machine_info, process_cpu, process_role
 from mapleenv.policies import build_policy, load_checkpoint
 from trainer.algos.buffer import ChunkBatch
 from trainer.algos.ppo import evaluate_chunks, ppo_losses, ppo_update
@@ -76,8 +75,7 @@ def make_trainer(overrides: list[str], run_dir: Path, resume: Path | None = None
 
 
 def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    _ = device.type == "cuda" and torch.cuda.synchronize(device)
 
 
 # -- part learner
@@ -86,12 +84,8 @@ def synchronize(device: torch.device) -> None:
 def gym_run(device: str, args: argparse.Namespace, run_dir: Path, resume: Path | None = None):
     """``args.gym_iterations`` CartPole iterations on ``device`` (one after ``resume``); the
     rows' summary and the checkpoint written at the end."""
-    overrides = [
-        "+experiment=cartpole_lstm",
-        f"device={device}",
-        f"algo.rollout_steps={args.gym_rollout}",
-        "env.num_envs=8",
-    ]
+    overrides = ["+experiment=cartpole_lstm", f"device={device}", "env.num_envs=8"]
+    overrides.append(f"algo.rollout_steps={args.gym_rollout}")
     trainer = make_trainer(overrides, run_dir, resume)
     try:
         rows = [trainer.train_iteration() for _ in range(1 if resume else args.gym_iterations)]
@@ -135,10 +129,9 @@ def synthetic_batch(obs_dim: int, n_actions: int, policy: Any, steps: int, bptt:
 
 
 def to_device(batch: ChunkBatch, device: torch.device) -> ChunkBatch:
-    fields = {k: getattr(batch, k) for k in batch.__dataclass_fields__}
-    fields["hidden"] = tuple(h.to(device) for h in batch.hidden)
-    moved = {k: v if k == "hidden" else v.to(device) for k, v in fields.items()}
-    return ChunkBatch(**moved)
+    moved = {k: getattr(batch, k) for k in batch.__dataclass_fields__ if k != "hidden"}
+    hidden = tuple(h.to(device) for h in batch.hidden)
+    return ChunkBatch(**{k: v.to(device) for k, v in moved.items()}, hidden=hidden)
 
 
 def outputs(policy: Any, batch: ChunkBatch, algo: Any, bf16: bool = False) -> dict:
@@ -327,16 +320,10 @@ def sim_rounds(trainer: Trainer, seconds: float) -> list[dict]:
         env_cpu = cpu_ms_per_step(cpu0, steps)
         cpu0 = process_cpu()
         row = trainer.train_iteration()
-        rounds.append(
-            {
-                "env_only_sps": env_sps,
-                "train_sps": row["sps"],
-                "update_s": row["update_s"],
-                "rollout_s": row["rollout_s"],
-                "env_only_cpu_ms_per_step": env_cpu,
-                "train_cpu_ms_per_step": cpu_ms_per_step(cpu0, steps),
-            }
-        )
+        train_cpu = cpu_ms_per_step(cpu0, steps)
+        keys = ("env_only_sps", "train_sps", "update_s", "env_only_cpu_ms_per_step")
+        values = (env_sps, row["sps"], row["update_s"], env_cpu)
+        rounds.append({**dict(zip(keys, values, strict=True)), "train_cpu_ms_per_step": train_cpu})
     return rounds
 
 
@@ -352,14 +339,9 @@ def sim_one(args: argparse.Namespace, device: torch.device, n: int, tmp: Path) -
         rounds = sim_rounds(trainer, args.sim_seconds)
         roles = processes_by_role()
         workers = roles.get("env_worker", [])
-        result = {
-            "num_envs": n,
-            "overrides": overrides[3:] + args.overrides,
-            "rounds": len(rounds),
-            "train_sps_median": round(statistics.median(r["train_sps"] for r in rounds), 1),
-            "env_only_sps_median": round(statistics.median(r["env_only_sps"] for r in rounds), 1),
-            "update_s_median": round(statistics.median(r["update_s"] for r in rounds), 3),
-        }
+        result = {"num_envs": n, "overrides": overrides[3:] + args.overrides, "rounds": len(rounds)}
+        for key in ("train_sps", "env_only_sps", "update_s"):
+            result[f"{key}_median"] = round(statistics.median(r[key] for r in rounds), 3)
         for key in ("env_only_cpu_ms_per_step", "train_cpu_ms_per_step"):
             result[key] = {
                 role: round(statistics.median(r[key][role] for r in rounds), 3)
@@ -392,14 +374,8 @@ def part_sim(args: argparse.Namespace, device: torch.device, tmp: Path) -> dict:
 
 
 def machine(device: torch.device) -> dict:
-    info = {
-        "cpu_count": os.cpu_count(),
-        "loadavg": [round(x, 2) for x in os.getloadavg()],
-        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-        "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "device": str(device),
-    }
+    info = machine_info() | {"torch": torch.__version__, "device": str(device)}
+    info["memory_gib"] = round(psutil.virtual_memory().total / 2**30, 1)
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
         info["cuda"] = torch.version.cuda
