@@ -16,12 +16,16 @@ from __future__ import annotations
 import enum
 import pickle
 import warnings
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from mapleenv.policies.bounds import archive_problem, brief, contents_problem
+from mapleenv.policies.fields import fields_problem
 
 FORMAT_VERSION = 2
 CHECKPOINT_DIR = "checkpoints"
@@ -50,9 +54,16 @@ def resolve_checkpoint(path: str | Path) -> Path:
 def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
     """Read a format-2 checkpoint (a file or a run dir) with ``weights_only=True``.
 
-    Raises :class:`CheckpointError` for a file it does not accept, ``FileNotFoundError``
-    for a missing one."""
+    The zip's records are checked before it is read, its tensors and the fields Maple
+    reads later after (:mod:`mapleenv.policies.bounds`, :mod:`mapleenv.policies.fields`):
+    the memory it takes is bounded by its size. Raises :class:`CheckpointError` for a file
+    it does not accept, ``FileNotFoundError`` for a missing one."""
     path = resolve_checkpoint(path)
+    if not zipfile.is_zipfile(path):  # the legacy format would allocate what it declares
+        raise CheckpointError(_unreadable(path, "not a file written by torch.save"))
+    problem = archive_problem(path)
+    if problem:
+        raise CheckpointError(f"{path} is refused: {problem}")
     try:
         with warnings.catch_warnings():  # torch's pickle-protocol notes: the error says it
             warnings.simplefilter("ignore")
@@ -74,15 +85,22 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, An
         )
     if version != FORMAT_VERSION:
         raise CheckpointError(
-            f"{path} has checkpoint format {version!r}; this Maple reads format {FORMAT_VERSION}"
+            f"{path} has checkpoint format {brief(version)}; this Maple reads format "
+            f"{FORMAT_VERSION}"
         )
+    problem = contents_problem(ckpt)
+    if problem:
+        raise CheckpointError(f"{path} is refused: {problem}")
+    problem = fields_problem(ckpt)
+    if problem:
+        raise CheckpointError(f"{path}: {problem}")
     return ckpt
 
 
 def _unreadable(path: Path, reason: BaseException | str) -> str:
     if isinstance(reason, BaseException):  # torch's first sentence, or the error's name
         lines = [line.strip() for line in str(reason).splitlines() if line.strip()]
-        reason = lines[0].split(". ")[0] if lines else type(reason).__name__
+        reason = lines[0].split(". ")[0][:300] if lines else type(reason).__name__
     return f"cannot read checkpoint {path} (truncated or not a Maple checkpoint): {reason}"
 
 
@@ -99,7 +117,7 @@ def _refusal(path: Path) -> str:
             f"a Maple checkpoint; Maple reads only format {FORMAT_VERSION}, which holds no "
             f"code. If you trust the file, convert it: {CONVERT} {path} <new.pt>"
         )
-    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    shown = ", ".join(name[:100] for name in names[:3]) + (", ..." if len(names) > 3 else "")
     return (
         f"{path} is not a Maple checkpoint: loading it would run code it names ({shown}); "
         "Maple never runs code from a checkpoint (docs/security.md)"

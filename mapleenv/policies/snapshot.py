@@ -31,6 +31,7 @@ import torch
 
 from mapleenv.encoders import make_encoder
 from mapleenv.plugins import imported_plugins
+from mapleenv.policies.bounds import brief
 from mapleenv.policies.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from mapleenv.policies.registry import build_policy
 from mapleenv.policies.spec_check import check_network
@@ -127,13 +128,13 @@ def checked_encoder(snapshot: Mapping[str, Any], source: str) -> str:
     if colon:
         if module in imported_plugins():
             return name
-        reason = f"encoder {name!r} names a module to import"
+        reason = f"encoder {brief(name)} names a module to import"
     else:
         try:
             make_encoder(name)
             return name
         except ValueError:
-            reason = f"encoder {name!r}, which is not registered here"
+            reason = f"encoder {brief(name)}, which is not registered here"
     plugins = snapshot_plugins(snapshot) or ([module] if colon else [])
     hint = (
         f"if you trust its plugins, name them yourself: plugins=[{','.join(plugins)}] "

@@ -6,7 +6,9 @@ match each other. :func:`check_network` turns every such case into one
 :class:`CheckpointError` line naming the file and what is wrong, instead of a traceback
 from deep inside torch. The network is first built on the ``meta`` device (shapes only, no
 memory), so a spec naming a huge network allocates nothing, and the real build that
-follows is no larger than the weights the file holds.
+follows is no larger than the weights the file holds, nor than ``MAPLE_MAX_PARAMETERS``
+parameters (:func:`~mapleenv.policies.bounds.max_parameters`). Values are shown with
+:func:`~mapleenv.policies.bounds.brief`: no message is huge or recursive.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import torch
 
+from mapleenv.policies.bounds import MAX_PARAMETERS_ENV, brief, max_parameters
 from mapleenv.policies.checkpoint import CheckpointError
 from mapleenv.policies.config import Activation, ModelConfig
 from mapleenv.policies.registry import POLICIES, build_policy
@@ -52,8 +55,14 @@ def check_network(snapshot: Mapping[str, Any], source: str) -> None:
             shapes = build_policy(spec["obs_dim"], spec["n_actions"], model).state_dict()
     except Exception as exc:  # the builders' own checks (e.g. attention's layout)
         raise CheckpointError(
-            f"{source}: its policy spec does not build a network: {_first_line(exc)}"
+            f"{source}: its policy spec does not build a network: {_first_line(exc)[:300]}"
         ) from exc
+    count = sum(shape.numel() for shape in shapes.values())
+    if count > max_parameters():
+        raise CheckpointError(
+            f"{source}: its policy spec builds a network of {count} parameters, more than "
+            f"the {max_parameters()} allowed ({MAX_PARAMETERS_ENV}=N raises it)"
+        )
     _check_state(snapshot["model"], shapes, source)
 
 
@@ -64,7 +73,7 @@ def _first_line(exc: BaseException) -> str:
 
 def _positive(value: Any, where: str, source: str) -> int:
     if type(value) is not int or value < 1:
-        raise CheckpointError(f"{source}: {where} must be a positive integer, got {value!r}")
+        raise CheckpointError(f"{source}: {where} must be a positive integer, got {brief(value)}")
     return value
 
 
@@ -74,7 +83,7 @@ def _checked_model(model: Mapping[str, Any], source: str) -> dict[str, Any]:
     unknown = [key for key in model if key not in _DEFAULTS]
     if unknown:
         raise CheckpointError(
-            f"{source}: policy.model has unknown setting {unknown[0]!r}; "
+            f"{source}: policy.model has unknown setting {brief(unknown[0])}; "
             f"known: {', '.join(_DEFAULTS)}"
         )
     for key, value in model.items():
@@ -83,7 +92,7 @@ def _checked_model(model: Mapping[str, Any], source: str) -> dict[str, Any]:
             if not isinstance(value, list | tuple) or len(value) > MAX_LAYERS:
                 raise CheckpointError(
                     f"{source}: {where} must be a list of at most {MAX_LAYERS} positive "
-                    f"integers, got {value!r}"
+                    f"integers, got {brief(value)}"
                 )
             for size in value:
                 _positive(size, where, source)
@@ -94,13 +103,14 @@ def _checked_model(model: Mapping[str, Any], source: str) -> dict[str, Any]:
                 raise CheckpointError(f"{source}: {where} must be at most {MAX_LAYERS}")
         elif type(value) is not type(default):
             raise CheckpointError(
-                f"{source}: {where} must be a {type(default).__name__}, got {value!r}"
+                f"{source}: {where} must be a {type(default).__name__}, got {brief(value)}"
             )
     choices = {"kind": list(POLICIES), "activation": [a.value for a in Activation]}
     for key, valid in choices.items():
         if key in model and model[key] not in valid:
             raise CheckpointError(
-                f"{source}: policy.model.{key} must be one of {'|'.join(valid)}, got {model[key]!r}"
+                f"{source}: policy.model.{key} must be one of {'|'.join(valid)}, "
+                f"got {brief(model[key])}"
             )
     return {key: list(v) if isinstance(v, tuple) else v for key, v in model.items()}
 
@@ -113,7 +123,7 @@ def _check_state(
     unexpected = [key for key in state if key not in expected]
     for keys, what in ((missing, "lacks"), (unexpected, "has unexpected")):
         if keys:
-            shown = ", ".join(repr(k) for k in keys[:3]) + (", ..." if len(keys) > 3 else "")
+            shown = ", ".join(brief(k) for k in keys[:3]) + (", ..." if len(keys) > 3 else "")
             raise CheckpointError(
                 f"{source}: its weights ('model') {what} {len(keys)} "
                 f"entr{'y' if len(keys) == 1 else 'ies'} of the network its spec builds "

@@ -57,8 +57,9 @@ CASES: dict[str, tuple[Edit, str]] = {
     "activation": (_model("activation", "sigmoid"), "policy.model.activation must be one of"),
     "too_many_layers": (_model("num_layers", 10**6), "policy.model.num_layers must be at most"),
     "attention_on_simple": (_model("kind", "attention"), "does not build a network"),
-    # a huge spec builds on the meta device only: the weights do not fit, nothing allocated
-    "huge_hidden": (_model("hidden_size", 10**5), "has shape (64, 32), the network"),
+    # a huge spec builds on the meta device only: past the parameter bound, nothing allocated
+    "huge_hidden": (_model("hidden_size", 10**5), "more than the 100000000 allowed"),
+    "large_hidden": (_model("hidden_size", 2000), "has shape (64, 32), the network"),
     "overflowing_hidden": (_model("hidden_size", 10**9), "does not build a network"),
     "obs_dim_mismatch": (_spec("obs_dim", 10), f"weight '{ENCODER_WEIGHT}' has shape"),
     "weight_missing": (_weights(lambda m: m.pop(ENCODER_WEIGHT)), "lacks 1 entry"),
