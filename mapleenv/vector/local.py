@@ -19,7 +19,7 @@ autoreset) waits for the port to accept connections again and reconnects with fr
 poke-env players.
 
 Workers are spawned (``context="spawn"`` by default: ``fork`` hangs with poke-env's
-event-loop threads) and import only ``mapleenv`` (no torch, no CUDA).
+event-loop threads), import only ``mapleenv`` and see no GPU (:func:`hide_gpus`).
 """
 
 from __future__ import annotations
@@ -60,13 +60,21 @@ __all__ = [
 
 def _worker_env(spec: EnvSpec) -> PokemonEnv:
     """Builds an env from its (checked) spec; in an env worker, first ties the worker's
-    life to its parent's.
+    life to its parent's and hides the GPUs from it (:func:`hide_gpus`).
 
     ``AsyncVectorEnv`` also calls this in the parent process (for the spaces): there it
     must not set PDEATHSIG, or the trainer would die with the shell that started it."""
     if multiprocessing.parent_process() is not None:
         die_with_parent()
+        hide_gpus()
     return PokemonEnv(spec=spec)
+
+
+def hide_gpus() -> None:
+    """No GPU for this process (an env worker): its frozen policies and everything else run
+    on CPU, and only the trainer holds a CUDA context (DESIGN.md, contract 3). Must run
+    before anything in the process initialises CUDA (the driver reads the variable then)."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
 class _Pool(Protocol):
