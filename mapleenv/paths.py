@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import stat
+import tempfile
 from pathlib import Path
 
 MAX_NAME = 100  # characters of a sanitized file name, before the hash suffix
@@ -44,11 +45,50 @@ def safe_filename(name: str, *, max_len: int = MAX_NAME) -> str:
 def printable(text: object, *, max_len: int = 200) -> str:
     """``text`` for one log line: control characters (newlines, escapes) written as
     ``\\xNN``/``\\uNNNN`` so a name cannot forge or recolour log lines, and cut to
-    ``max_len`` characters."""
-    value = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), str(text))
-    if len(value) > max_len:
-        value = f"{value[:max_len]}... ({len(value)} characters)"
+    ``max_len`` characters (only the head of a long text is escaped: cheap for any size)."""
+    raw = str(text)
+    value = escape_control(raw[: max_len + 1])
+    if len(raw) > max_len or len(value) > max_len:
+        value = f"{value[:max_len]}... ({len(raw)} characters)"
     return value
+
+
+def escape_control(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control or line-breaking character written as ``\\xNN`` /
+    ``\\uNNNN`` (``keep_newlines``: ``\\n`` stays a line break)."""
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        return char if keep_newlines and char == "\n" else char.encode("unicode_escape").decode()
+
+    return _CONTROL.sub(escape, text)
+
+
+def check_writable(path: str | Path, *, key: str = "output") -> Path:
+    """``path`` as an absolute path, if a results file can be written there: not an
+    existing directory or special file (``/proc/self/mem``, a FIFO, a device), in a
+    folder that exists (or can be made) where a file can be created now. Else a
+    ``ValueError`` naming ``key``: said before any work, not after it."""
+    target = Path(path).expanduser().absolute()
+    try:
+        info = target.stat() if target.exists() else None
+    except OSError as exc:
+        raise ValueError(f"{key}: cannot use {target}: {exc.strerror or exc}") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{key}: {target} is {_kind(info.st_mode)}, not a file to write")
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the first existing folder: the rest is made at the end
+    try:
+        if folder == target.parent:  # a file can be created there now (not in /proc...)
+            fd, probe = tempfile.mkstemp(prefix=f".{target.name[:50]}.", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        elif not (folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)):
+            raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise ValueError(f"{key}: cannot write in {folder}: {exc.strerror or exc}") from None
+    return target
 
 
 def _kind(mode: int) -> str:

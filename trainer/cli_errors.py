@@ -16,12 +16,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+MAX_LINE = 2000  # characters of the message: one short line whatever the input
+
 
 def fail(message: str, logger: str = "trainer") -> None:
     """The one error line (in the format of the log's lines: logging is not set up yet),
-    then exit code 2."""
+    then exit code 2. Whitespace runs become one space, control characters are escaped and
+    the message is cut to :data:`MAX_LINE` characters."""
+    from mapleenv.paths import printable
+
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    print(f"[{stamp}][{logger}][ERROR] - {' '.join(str(message).split())}", file=sys.stderr)
+    text = printable(" ".join(str(message)[: 2 * MAX_LINE].split()), max_len=MAX_LINE)
+    print(f"[{stamp}][{logger}][ERROR] - {text}", file=sys.stderr)
     sys.exit(2)
 
 

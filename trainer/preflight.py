@@ -1,7 +1,9 @@
 """Checks of a composed config that run before Hydra creates the run dir (a Hydra
 ``on_run_start`` callback, named in ``conf/config.yaml``): bad input, a ``resume=`` that
 is not a Maple checkpoint, more envs than the machine holds stop with one line and exit
-code 2, and nothing is written (no run dir, no ``.hydra/``, no log)."""
+code 2, and nothing is written (no run dir, no ``.hydra/``, no log). Any exception in a
+check is that one line too: Hydra would only warn about a failing callback and run the job
+anyway."""
 
 from __future__ import annotations
 
@@ -11,6 +13,23 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, open_dict
 
 from trainer.cli_errors import fail
+
+MAX_SEED = 2**32 - 1  # what NumPy, torch and poke-env's generators all take
+
+
+def check_seed(seed: int | None, key: str = "seed") -> None:
+    """A seed must be ``None`` or in ``0..2**32-1``: else a ``ValueError`` (one line)."""
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"{key} must be in 0..{MAX_SEED}, got {seed}")
+
+
+def _refuse(exc: BaseException, logger: str) -> None:
+    """The one line for an exception in a preflight: its message (and its type, for an
+    error no check expected)."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    expected = isinstance(exc, ValueError | FileNotFoundError | OmegaConfBaseException)
+    fail(str(exc) if expected else f"{type(exc).__name__}: {exc}", logger=logger)
 
 
 def _task_config(config: DictConfig) -> DictConfig:
@@ -25,15 +44,17 @@ class TrainPreflight(Callback):
     and the ``resume`` checkpoint, before the run dir exists."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from trainer.config import ConfigError, to_train_config
-        from trainer.run.checkpoint import CheckpointError, load_checkpoint
+        from trainer.config import to_train_config
+        from trainer.run.checkpoint import check_network, check_pool, load_checkpoint
 
         try:
             typed = to_train_config(_task_config(config))
-            if typed.resume:
-                load_checkpoint(typed.resume)  # a run dir or a file that must be a checkpoint
-        except (ConfigError, CheckpointError, FileNotFoundError) as exc:
-            fail(str(exc))
+            if typed.resume:  # a run dir or a file: a checkpoint whose networks all fit
+                ckpt = load_checkpoint(typed.resume)
+                check_network(ckpt, str(typed.resume))
+                check_pool(ckpt, str(typed.resume))
+        except Exception as exc:
+            _refuse(exc, "trainer")
 
 
 class PlayPreflight(Callback):
@@ -42,20 +63,27 @@ class PlayPreflight(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from omegaconf import OmegaConf
-        from omegaconf.errors import OmegaConfBaseException
 
+        from mapleenv.paths import check_writable
+        from mapleenv.plugins import import_plugins
+        from mapleenv.policies import read_snapshot
         from mapleenv.showdown import ShowdownError
         from trainer.apps.live import battle_setup, resolve_password
         from trainer.apps.play import validate
-        from trainer.run.checkpoint import load_checkpoint
 
         try:
             cfg = OmegaConf.to_object(_task_config(config))
             validate(cfg)
-            battle_setup(cfg, load_checkpoint(cfg.checkpoint))
+            check_seed(cfg.seed)
+            if cfg.output:
+                check_writable(cfg.output)
+            import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
+            battle_setup(cfg, read_snapshot(cfg.checkpoint))  # the full checkpoint check
             resolve_password(cfg)
-        except (FileNotFoundError, ValueError, ShowdownError, OmegaConfBaseException) as exc:
+        except ShowdownError as exc:
             fail(str(exc), logger="trainer.play")
+        except Exception as exc:
+            _refuse(exc, "trainer.play")
 
 
 class EvaluatePreflight(Callback):
@@ -64,15 +92,36 @@ class EvaluatePreflight(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from omegaconf import OmegaConf
-        from omegaconf.errors import OmegaConfBaseException
 
         from mapleenv.opponents import check_policy_files
-        from trainer.run.checkpoint import load_checkpoint
+        from mapleenv.paths import check_writable
+        from mapleenv.plugins import import_plugins
+        from mapleenv.policies import read_snapshot
 
         try:
             cfg = OmegaConf.to_object(_task_config(config))
-            load_checkpoint(cfg.checkpoint)
+            check_seed(cfg.seed)
+            if cfg.output:
+                check_writable(cfg.output)
+            import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
+            checkpoint = read_snapshot(cfg.checkpoint)  # the full check: loader, spec, encoder
             for name in cfg.opponents:
                 check_policy_files(name)
-        except (FileNotFoundError, ValueError, OmegaConfBaseException) as exc:
-            fail(str(exc), logger="trainer.apps.evaluate")
+            _check_team_folders(cfg, checkpoint)
+        except Exception as exc:
+            _refuse(exc, "trainer.apps.evaluate")
+
+
+def _check_team_folders(cfg: Any, checkpoint: dict[str, Any]) -> None:
+    """The evaluation's team files or folders are listed and their files' kinds checked
+    (a symlink loop, a FIFO: one line now); the simulator validates them when it starts."""
+    from pathlib import Path
+
+    from mapleenv.showdown import is_team_text, team_files
+    from trainer.config import team_path
+
+    env = (checkpoint.get("config") or {}).get("env") or {}
+    for key in ("team", "opponent_team"):
+        value = team_path(getattr(cfg, key) or env.get(key))
+        if value and not is_team_text(value) and Path(value).is_dir():
+            team_files(Path(value), key=key)

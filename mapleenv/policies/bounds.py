@@ -25,6 +25,9 @@ import torch
 MAX_PARAMETERS_ENV = "MAPLE_MAX_PARAMETERS"
 DEFAULT_MAX_PARAMETERS = 100_000_000  # 400 MB of float32: ~100x the shipped agent
 MAX_DEPTH = 32  # nesting of containers in a checkpoint (Maple's own: 8 at most)
+# the pickle (structure, config, names; not the tensors' bytes): the shipped agent's is
+# 28 KB. Unpickled objects can take ~40x their opcodes' bytes: this bounds them too
+MAX_PICKLE = 8 << 20
 
 
 def max_parameters() -> int:
@@ -70,9 +73,9 @@ def brief(value: Any) -> str:
 
 def archive_problem(path: Path) -> str | None:
     """Why the zip file ``path`` (a ``torch.save`` file) could expand past its size, or
-    ``None``: every record must be stored (``torch.save`` compresses nothing) and the
-    records together no larger than the file. Not a zip file: ``None`` (the loader says
-    why it cannot read it)."""
+    ``None``: every record must be stored (``torch.save`` compresses nothing), the records
+    together no larger than the file, the pickle at most :data:`MAX_PICKLE` bytes. Not a
+    zip file: ``None`` (the loader says why it cannot read it)."""
     try:
         size = path.stat().st_size
         with zipfile.ZipFile(path) as archive:
@@ -87,6 +90,11 @@ def archive_problem(path: Path) -> str | None:
                 "it could expand to any size while being read"
             )
         total += entry.file_size
+        if entry.filename.endswith("/data.pkl") and entry.file_size > MAX_PICKLE:
+            return (
+                f"its pickle is {entry.file_size} bytes, more than the {MAX_PICKLE} a "
+                "checkpoint's structure may take (its tensors are not counted)"
+            )
     if total > size:
         return f"its records claim {total} bytes, more than the file's {size}"
     return None

@@ -18,7 +18,7 @@ from mapleenv.showdown.package import (
 )
 from mapleenv.showdown.pool import ServerPool
 from mapleenv.showdown.server import ShowdownServer
-from mapleenv.showdown.teams import TeamPool, read_teams, team_pool
+from mapleenv.showdown.teams import TeamPool, is_team_text, read_teams, team_files, team_pool
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -36,9 +36,11 @@ __all__ = [
     "find_node",
     "find_showdown",
     "free_port",
+    "is_team_text",
     "port_is_open",
     "prepare_server_dir",
     "read_teams",
     "render_config",
+    "team_files",
     "team_pool",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 from poke_env.teambuilder.teambuilder import Teambuilder
 
-from mapleenv.paths import read_small_file, size_text
+from mapleenv.paths import printable, read_small_file, size_text
 from mapleenv.showdown.package import ShowdownError, find_node, find_showdown
 
 TEAMS_SCRIPT = Path(__file__).resolve().parents[1] / "js" / "teams.js"
@@ -43,14 +44,23 @@ _cache: dict[tuple[Any, ...], tuple[Team, ...]] = {}
 
 def team_files(path: Path, *, key: str = "team") -> list[Path]:
     """The team files of ``path``: itself, or a folder's non-hidden regular files by name
-    (at most :data:`MAX_TEAM_FILES`: ``ValueError`` naming ``key`` past that)."""
+    (at most :data:`MAX_TEAM_FILES`: ``ValueError`` naming ``key`` past that). An entry
+    that cannot be followed (a symlink loop, a dangling link) is a ``ValueError`` too."""
     if not path.is_dir():
         return [path]
     files = []
     with os.scandir(path) as entries:
         for entry in entries:
-            if entry.name.startswith(".") or not entry.is_file():
+            if entry.name.startswith("."):
                 continue
+            try:
+                if not stat.S_ISREG(os.stat(entry.path).st_mode):
+                    continue  # folders, FIFOs, devices: skipped
+            except OSError as exc:
+                raise ValueError(
+                    f"{key}: {printable(entry.path, max_len=300)} in team folder cannot be "
+                    f"read: {exc.strerror or exc}"
+                ) from None
             if len(files) == MAX_TEAM_FILES:
                 raise ValueError(
                     f"{key}: folder {str(path)!r} has more than {MAX_TEAM_FILES} team files"

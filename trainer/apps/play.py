@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import signal
 import sys
@@ -32,6 +31,7 @@ from trainer.apps.live import (
 from trainer.apps.pipes import quiet_closed_pipe
 from trainer.cli_errors import one_line_config_errors
 from trainer.config import PlayConfig
+from trainer.evaluation.output import write_json
 
 log = logging.getLogger("trainer.play")  # not __main__ under python -m
 
@@ -284,8 +284,7 @@ def _write_results(
         "wins": sum(r.result == "won" for r in results),
         "losses": sum(r.result == "lost" for r in results),
     }
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(document, indent=2) + "\n")
+    write_json(output, document)  # atomic: a temp file, then a rename
     stopped = f" (interrupted by {interrupted})" if interrupted else ""
     print(f"{summary_line(results, username)}{stopped}; results: {output}", flush=True)
     return document

@@ -232,6 +232,7 @@ def _run_checks(cfg: TrainConfig) -> list[Check]:
             cfg.device in ("auto", "cpu", "mps") or cfg.device.split(":")[0] == "cuda",
             f"device must be auto|cuda|mps|cpu, got {cfg.device!r}",
         ),
+        (0 <= cfg.seed <= 2**32 - 1, f"seed must be in 0..{2**32 - 1}, got {cfg.seed}"),
         (cfg.total_steps > 0, "total_steps must be > 0"),
         (cfg.max_minutes is None or cfg.max_minutes > 0, "max_minutes must be > 0 (or null)"),
         (cfg.torch_threads >= 0, "torch_threads must be >= 0"),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,7 +68,18 @@ def results_json(results: Sequence[OpponentResult], **meta: Any) -> dict[str, An
 
 
 def write_json(path: str | Path, document: Mapping[str, Any]) -> Path:
+    """Write ``document`` to ``path`` atomically (a temp file beside it, then a rename):
+    a reader sees the old file or the whole new one, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, allow_nan=True) + "\n")
+    text = json.dumps(document, indent=2, allow_nan=True) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:50]}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)  # as an ordinary new file (mkstemp's is 0600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
