@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import time
 from typing import Any
@@ -288,7 +289,17 @@ class PokemonEnv(gymnasium.Env):
         self._battle = battle
         self._episode_over = battle.finished
         self.reward_tracker.reset()
-        return self._observe(battle, first=True), {"battle_tag": battle.battle_tag}
+        obs = self._observe(battle, first=True)
+        return obs, self._decision_info(battle, {"battle_tag": battle.battle_tag})
+
+    def _decision_info(self, battle: Battle, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` plus ``search_view`` (JSON text: vector envs would split a dict into
+        arrays) when the spec asks for it and a decision waits."""
+        if self.env_spec.search_view and self._legal and not battle.finished:
+            from mapleenv.search import decision_view
+
+            info["search_view"] = json.dumps(decision_view(battle, self._legal))
+        return info
 
     def _start_battle(self, seed: int | None) -> Battle:
         """Start a battle, retrying with backoff (0.25 s doubling to 5 s) for up to
@@ -368,6 +379,8 @@ class PokemonEnv(gymnasium.Env):
                 save_replay(battle, replay_dir)
         if illegal:
             info["illegal_action"] = True
+        if not (terminated or truncated):
+            info = self._decision_info(battle, info)
         return obs, float(reward), terminated, truncated, info
 
     def opponent_label(self, battle_tag: str) -> str:

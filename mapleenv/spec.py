@@ -92,6 +92,8 @@ class EnvSpec:
             "Masking futile moves"); never every action. Off: the exact legal mask.
         battle_log: ``info`` at an episode's end also carries ``battle_log``, the battle's
             protocol lines as the agent saw them (what evaluation counts play quality from).
+        search_view: ``info`` of every decision carries ``search_view``, the seat's view
+            of the battle for decision-time search (:func:`mapleenv.search.decision_view`).
         servers: vector envs: local Showdown servers started for the envs.
         sim_hosts: vector envs, direct backend: shared simulator hosts (``None``: one per
             core, ``0``: one per env).
@@ -122,6 +124,7 @@ class EnvSpec:
     replay_dir: str | None = None
     mask_futile: bool = False
     battle_log: bool = False
+    search_view: bool = False
     servers: int = 1
     sim_hosts: int | None = None
     server_config: Mapping[str, Any] = field(default_factory=dict)

@@ -9,6 +9,9 @@
  *   `7 >start {"formatid":"gen9randombattle","seed":[1,2,3,4]}`
  *   `7 >player p1 {"name":"Maple"}`   `7 >p1 move 1`   `7 >p2 switch 3`
  * and `<battle id> destroy` to drop a battle. Lines are handled in order, synchronously.
+ * `<battle id> dumpstate p1|p2` answers `<battle id>\nstate\n{"state", "truth"}\n\n`: the
+ * battle's tracked fields from that seat and the other seat's true sets (search fidelity
+ * checks, mapleenv/js/search/fields.js).
  *
  * Output: frames separated by a blank line (simulator messages never contain "\n\n"):
  *   `<battle id>\n<simulator message>\n\n` for every message the simulator emits
@@ -53,6 +56,7 @@ function parseArgs(argv) {
   return opts;
 }
 
+const {summarize} = require('./search/fields');
 const opts = parseArgs(process.argv.slice(2));
 const Sim = loadSim(opts.showdownDir);
 
@@ -95,6 +99,8 @@ class Client {
     try {
       if (command === 'destroy') {
         this.drop(id);
+      } else if (command.startsWith('dumpstate')) {
+        this.dumpState(id, command.split(' ')[1] === 'p2' ? 1 : 0);
       } else {
         let battle = this.battles.get(id);
         if (!battle) {
@@ -107,6 +113,14 @@ class Client {
       this.out.push(`${id}\nhosterror\n${errorText(err)}\n\n`);
     }
     this.out.push(`${id}\nack\n\n`);
+  }
+  dumpState(id, seat) {
+    const hosted = this.battles.get(id);
+    if (!hosted || !hosted.battle) throw new Error(`no battle ${id}`);
+    const battle = hosted.battle;
+    const truth = battle.sides[1 - seat].pokemon.map(mon => mon.set);
+    const state = JSON.stringify({state: summarize(battle, seat), truth});
+    this.out.push(`${id}\nstate\n${state}\n\n`);
   }
   drop(id) {
     const battle = this.battles.get(id);

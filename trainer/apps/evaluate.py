@@ -114,6 +114,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
             replay_dir=replay_dir,
             progress=progress,
             plugins=plugins,
+            search=cfg.search if cfg.search.enabled else None,
         )
     document = results_json(
         results,
@@ -126,6 +127,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
         seed=cfg.seed,
         max_turns=max_turns,
         mask_futile=mask_futile,
+        **({"search": _search_settings(cfg)} if cfg.search.enabled else {}),
     )
     write_json(output, document)
     Console().print(results_table(results, title=f"{cfg.checkpoint} ({document['policy']})"))
@@ -134,6 +136,13 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
         Console().print(quality)
     print(f"results: {output}" + (f"; replays: {replay_dir}" if replay_dir else ""))
     return document
+
+
+def _search_settings(cfg: EvaluateConfig) -> dict[str, Any]:
+    """The search settings as recorded in the JSON."""
+    import dataclasses
+
+    return {k: v for k, v in dataclasses.asdict(cfg.search).items() if k != "enabled"}
 
 
 def _warn_untrusted_plugins(cfg: EvaluateConfig, checkpoint: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from mapleenv.policies import ModelConfig
+from mapleenv.search import SearchConfig
 
 DEFAULT_OPPONENTS = ("random", "max_power", "heuristic")
 
@@ -82,6 +83,14 @@ class PeriodicEvalConfig:
 
 
 @dataclass
+class SearchSettings(SearchConfig):
+    """Decision-time search (``search.*``; docs/search.md): off unless ``enabled``; the
+    other fields and their checks are ``mapleenv.search.SearchConfig``'s."""
+
+    enabled: bool = False
+
+
+@dataclass
 class EvaluateConfig:
     """``python -m trainer.evaluate`` settings (``conf/evaluate.yaml``)."""
 
@@ -104,6 +113,7 @@ class EvaluateConfig:
     # modules imported here and in every env worker (custom opponents, encoders); the
     # checkpoint's env.plugins are never imported (docs/security.md)
     plugins: list[str] = field(default_factory=list)
+    search: SearchSettings = field(default_factory=SearchSettings)
 
 
 @dataclass

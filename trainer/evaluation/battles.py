@@ -6,6 +6,7 @@ battles count, so short battles are not over-represented; aborted battles are re
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -37,18 +38,21 @@ def play_battles(
     seed: int | None = None,
     on_battle: Callable[[bool], None] | None = None,
     on_end: Callable[[dict[str, Any]], None] | None = None,
+    searcher: Any = None,
 ) -> tuple[int, int, list[int]]:
     """Play ``battles`` counted battles on a SAME_STEP-autoreset vector env.
 
     Returns ``(wins, battles, turns per battle)``. ``on_battle(won)`` runs per counted
-    battle (progress), ``on_end(info)`` too with the battle's final info.
+    battle (progress), ``on_end(info)`` too with the battle's final info. A ``searcher``
+    (``mapleenv.search.Searcher``; the envs' spec has ``search_view``) re-decides the
+    policy's picks by decision-time search.
     """
     n = envs.num_envs
     quota = np.array([battles // n + (i < battles % n) for i in range(n)])
     adapter = ObsAdapter(envs.single_observation_space, envs.single_action_space)
     generator = torch.Generator(device=device)
     generator.manual_seed(0 if seed is None else seed)
-    obs, _ = envs.reset(seed=seed)
+    obs, info = envs.reset(seed=seed)
     hidden = policy.initial_state(n, device)
     start = np.ones(n, dtype=np.float32)
     wins, turns = 0, []
@@ -61,7 +65,10 @@ def play_battles(
             torch.from_numpy(start).to(device),
         )
         actions, _ = sample_actions(logits.float(), generator, greedy=not sample)
-        obs, _, terminated, truncated, info = envs.step(actions.cpu().numpy())
+        picks = actions.cpu().numpy()
+        if searcher is not None:
+            picks = _searched(searcher, logits, picks, info)
+        obs, _, terminated, truncated, info = envs.step(picks)
         done = terminated | truncated
         start = done.astype(np.float32)
         battle_turns = finished_values(info, done, "turns")
@@ -79,6 +86,22 @@ def play_battles(
             if on_battle is not None:
                 on_battle(bool(won))
     return wins, battles, turns
+
+
+def _searched(searcher: Any, logits: torch.Tensor, picks: np.ndarray, info: dict) -> np.ndarray:
+    """The policy's picks re-decided by search where an env sent its decision's view."""
+    from mapleenv.search import Decision
+
+    views, has_view = info.get("search_view"), info.get("_search_view")
+    if views is None or has_view is None:
+        return picks
+    probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+    envs = [i for i in range(len(picks)) if has_view[i]]
+    decisions = [Decision(json.loads(views[i]), probs[i], int(picks[i])) for i in envs]
+    picks = picks.copy()
+    for i, action in zip(envs, searcher.choose(decisions), strict=True):
+        picks[i] = action
+    return picks
 
 
 def _safe_name(name: str) -> str:
@@ -123,6 +146,7 @@ def evaluate_policy(
     replay_dir: str | Path | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     plugins: Sequence[str] = (),
+    search: Any = None,
 ) -> list[OpponentResult]:
     """Evaluate ``policy`` against each of ``opponents`` (see module docs).
 
@@ -131,7 +155,8 @@ def evaluate_policy(
     ``opponent_team`` (formats without random teams) are team files or folders, read and
     validated once for all opponents. ``plugins``: modules imported first and in every env
     worker (``docs/extending.md``). ``mask_futile``: the env setting (moves that surely fail
-    are masked).
+    are masked). ``search``: a ``mapleenv.search.SearchConfig``: the policy's picks are
+    re-decided by decision-time search (docs/search.md); each result records what it did.
     """
     import dataclasses
 
@@ -151,6 +176,7 @@ def evaluate_policy(
         mask_futile=mask_futile,
         backend=None if backend == "auto" else backend,
         plugins=list(plugins),
+        search_view=search is not None,
     )
     was_training = policy.training
     policy.eval()
@@ -159,6 +185,7 @@ def evaluate_policy(
         pool = ServerPool(1, log_dir=log_dir).start()
         spec = dataclasses.replace(spec, server=pool.configuration_for(0))
     results = []
+    searcher = _searcher(search)
     try:
         for k, name in enumerate(opponents):
             replays = None if replay_dir is None else str(Path(replay_dir) / _safe_name(name))
@@ -170,7 +197,16 @@ def evaluate_policy(
             )
             try:
                 result = _play_opponent(
-                    policy, envs, name, battles, device, sample, seed + k, progress, quality
+                    policy,
+                    envs,
+                    name,
+                    battles,
+                    device,
+                    sample,
+                    seed + k,
+                    progress,
+                    quality,
+                    searcher,
                 )
             finally:
                 envs.close()
@@ -178,8 +214,19 @@ def evaluate_policy(
     finally:
         if pool is not None:
             pool.stop()
+        if searcher is not None:
+            searcher.close()
         policy.train(was_training)
     return results
+
+
+def _searcher(search: Any) -> Any:
+    """A ``Searcher`` for ``search`` (a ``SearchConfig``), or None without one."""
+    if search is None:
+        return None
+    from mapleenv.search import Searcher
+
+    return Searcher(search)
 
 
 def _check_counts(**counts: int) -> None:
@@ -220,6 +267,7 @@ def _play_opponent(
     seed: int,
     progress: Callable[[str, int, int], None] | None,
     quality: QualityLog,
+    searcher: Any = None,
 ) -> OpponentResult:
     """``battles`` counted battles against one opponent on ``envs``, logged; ``quality``
     counts each counted battle's play quality from its log."""
@@ -232,6 +280,8 @@ def _play_opponent(
             progress(name, done, battles)
 
     t0 = time.perf_counter()
+    if searcher is not None:
+        searcher.reset_stats()
     wins, played, turns = play_battles(
         policy,
         envs,
@@ -241,9 +291,11 @@ def _play_opponent(
         seed=seed,
         on_battle=on_battle,
         on_end=quality,
+        searcher=searcher,
     )
     mean_turns = float(np.mean(turns)) if turns else math.nan
-    result = OpponentResult(name, played, wins, mean_turns, quality.summary())
+    search = searcher.stats.as_dict() if searcher is not None else None
+    result = OpponentResult(name, played, wins, mean_turns, quality.summary(), search)
     log.info(
         "vs %s: %d/%d won (%.1f%%) in %.0f s",
         name,

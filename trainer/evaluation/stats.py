@@ -31,6 +31,7 @@ class OpponentResult:
     wins: int
     mean_turns: float = math.nan
     quality: dict[str, Any] | None = None  # play-quality means (evaluation/quality.py)
+    search: dict[str, Any] | None = None  # what decision-time search did (SearchStats)
 
     @property
     def win_rate(self) -> float:
@@ -50,4 +51,5 @@ class OpponentResult:
             "ci_high": high,
             "mean_turns": self.mean_turns,
             **({"quality": self.quality} if self.quality is not None else {}),
+            **({"search": self.search} if self.search is not None else {}),
         }

@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+/**
+ * Maple's search host: decision-time search over the pinned simulator for one Python
+ * process, over stdin/stdout (one JSON object a line each way).
+ *
+ *   node search_host.js [PATH_TO_pokemon-showdown]
+ *
+ * Requests:
+ *   {"id": 1, "cmd": "search", "view": {...}, "own": ["move 1", "switch 3", ...],
+ *    "worlds": K, "sims": N | null, "time_ms": T | null, "seed": S, "uniform": u,
+ *    "iterations": R, "truth": [sets] | null}
+ *     -> {"id": 1, "q": [score per own choice, null where no world allowed it],
+ *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t}
+ *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null}
+ *     -> {"id": 2, "state": {tracked fields of the built world}}   (fidelity checks)
+ *   {"id": 3, "cmd": "ping"} -> {"id": 3, "ok": true}
+ * A request that fails answers {"id": ..., "error": "one line"}; the host keeps serving.
+ * Views come from mapleenv/search/view.py; docs/search.md explains the search.
+ */
+'use strict';
+const path = require('path');
+const {buildWorld, legalChoices, playPair, solve} = require('./search/game');
+const {summarize} = require('./search/fields');
+
+function loadSim(explicitDir) {
+  const roots = explicitDir ? [path.resolve(explicitDir)] : [];
+  for (const root of [process.cwd(), path.resolve(__dirname, '..', '..')]) {
+    try {
+      roots.push(path.dirname(path.dirname(path.dirname(
+        require.resolve('pokemon-showdown', {paths: [root]})))));
+    } catch (e) { /* not under this root */ }
+  }
+  for (const dir of roots) {
+    try {
+      return require(path.join(dir, 'dist', 'sim'));
+    } catch (e) { /* try the next one */ }
+  }
+  process.stderr.write('error: npm package pokemon-showdown not found; run scripts/setup.sh\n');
+  process.exit(3);
+}
+
+const Sim = loadSim(process.argv[2]);
+const generators = new Map();
+
+/** Four 16-bit words from integers: the simulator's gen5 seed format. */
+function seedOf(...parts) {
+  let h = 0x811c9dc5;
+  const words = [];
+  for (let k = 0; k < 4; k++) {
+    for (const part of parts.concat([k])) {
+      h ^= (part >>> 0) & 0xffffffff;
+      h = Math.imul(h, 0x01000193) >>> 0;
+      h ^= h >>> 13;
+    }
+    words.push(h & 0xffff);
+  }
+  return words;
+}
+
+function generator(format, seed) {
+  if (!generators.has(format)) generators.set(format, Sim.Teams.getGenerator(format, seed));
+  const gen = generators.get(format);
+  gen.prng = new Sim.PRNG(seed);
+  return gen;
+}
+
+function makeWorld(req, k) {
+  const gen = generator(req.view.format, seedOf(req.seed, k, 1));
+  const battle = buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed, k, 2), truth: req.truth});
+  const foe = legalChoices(battle.sides[1]);
+  return {
+    snapshot: JSON.stringify(battle.toJSON()),
+    foe: foe.length ? foe : [null],
+    sum: req.own.map(() => new Float64Array(Math.max(1, foe.length))),
+    count: req.own.map(() => new Uint32Array(Math.max(1, foe.length))),
+    refused: new Set(),
+  };
+}
+
+function search(req) {
+  const start = process.hrtime.bigint();
+  const elapsed = () => Number(process.hrtime.bigint() - start) / 1e6;
+  const maxSims = req.sims == null ? Infinity : req.sims;
+  const maxMs = req.time_ms == null ? Infinity : req.time_ms;
+  const K = Math.max(1, req.worlds || 1);
+  if (!req.own.length) return {q: [], ours: [], sims: 0, worlds: 0, ms: elapsed()};
+  const worlds = [];
+  let sims = 0;
+  const exhausted = () => sims >= maxSims || elapsed() >= maxMs;
+  const complete = [];
+  for (let pass = 0; pass < 1000 && !exhausted(); pass++) {
+    for (let k = 0; k < K && !exhausted(); k++) {
+      if (pass === 0) worlds.push(makeWorld(req, k));
+      const world = worlds[k];
+      let done = true;
+      for (let a = 0; a < req.own.length && done; a++) {
+        if (world.refused.has(a)) continue;
+        for (let b = 0; b < world.foe.length; b++) {
+          if (exhausted()) {
+            done = false;
+            break;
+          }
+          const value = playPair(Sim, world.snapshot, req.own[a], world.foe[b],
+            seedOf(req.seed, pass, k, a, b, 3));
+          sims++;
+          if (value === null) {
+            world.refused.add(a);
+            break;
+          }
+          world.sum[a][b] += value;
+          world.count[a][b]++;
+        }
+      }
+      if (pass === 0 && done) complete.push(k);
+    }
+  }
+  return answer(req, worlds.filter((w, k) => complete.includes(k)), sims, elapsed());
+}
+
+function answer(req, worlds, sims, ms) {
+  const rows = req.own.map((c, a) => a).filter(a => worlds.every(w => !w.refused.has(a)));
+  if (!worlds.length || !rows.length) return {q: req.own.map(() => null), sims, worlds: 0, ms};
+  const matrices = worlds.map(w => rows.map(a => Array.from(w.sum[a], (s, b) => s / w.count[a][b])));
+  const {ours, theirs} = solve(matrices, req.iterations || 200);
+  const u = Math.max(0, Math.min(1, req.uniform == null ? 0.25 : req.uniform));
+  const q = req.own.map(() => null);
+  rows.forEach((a, i) => {
+    let total = 0;
+    matrices.forEach((m, w) => {
+      const y = theirs[w];
+      for (let b = 0; b < y.length; b++) total += ((1 - u) * y[b] + u / y.length) * m[i][b];
+    });
+    q[a] = total / matrices.length;
+  });
+  const strategy = req.own.map(() => 0);
+  rows.forEach((a, i) => { strategy[a] = ours[i]; });
+  return {q, ours: strategy, sims, worlds: worlds.length, ms};
+}
+
+function handle(req) {
+  if (req.cmd === 'ping') return {ok: true};
+  if (req.cmd === 'search') return search(req);
+  if (req.cmd === 'world') {
+    const gen = generator(req.view.format, seedOf(req.seed || 0, 0, 1));
+    const battle = buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed || 0, 0, 2),
+      truth: req.truth});
+    return {state: summarize(battle), foe: legalChoices(battle.sides[1])};
+  }
+  throw new Error(`unknown command ${JSON.stringify(req.cmd)}`);
+}
+
+let pending = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', chunk => {
+  pending += chunk;
+  let newline;
+  while ((newline = pending.indexOf('\n')) >= 0) {
+    const line = pending.slice(0, newline);
+    pending = pending.slice(newline + 1);
+    if (!line.trim()) continue;
+    let reply;
+    let id = null;
+    try {
+      const req = JSON.parse(line);
+      id = req.id;
+      reply = Object.assign({id}, handle(req));
+    } catch (err) {
+      reply = {id, error: String(err && err.message || err).split('\n')[0].slice(0, 300)};
+    }
+    process.stdout.write(JSON.stringify(reply) + '\n');
+  }
+});
+process.stdin.on('end', () => process.exit(0));
+process.stdout.on('error', () => process.exit(0));

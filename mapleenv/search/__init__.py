@@ -1,0 +1,18 @@
+"""Decision-time search over the pinned simulator: worlds sampled from one seat's view, a
+one-turn simultaneous-move game per world, its scores combined with the policy's prior
+(docs/search.md)."""
+
+from mapleenv.search.decide import Decision, SearchConfig, Searcher, SearchStats
+from mapleenv.search.host import SearchHost, SearchHostError
+from mapleenv.search.view import battle_view, decision_view
+
+__all__ = [
+    "Decision",
+    "SearchConfig",
+    "SearchHost",
+    "SearchHostError",
+    "SearchStats",
+    "Searcher",
+    "battle_view",
+    "decision_view",
+]

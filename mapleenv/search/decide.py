@@ -1,0 +1,215 @@
+"""Decision-time search for a policy: where the policy is unsure, a one-turn lookahead over
+the simulator (``search_host.js``) re-weights its prior.
+
+For a decision, the own candidates are the legal actions the policy gives at least
+``min_prior`` (the ``max_actions`` likeliest, the policy's own pick always among them); the
+host scores each against the opponent's legal actions in ``worlds`` sampled worlds and
+returns ``q(a)``, its expected score against the opponent model (the worlds' equilibrium
+strategy, ``uniform`` of it spread evenly). The choice maximises
+``log prior(a) + q(a) / temperature`` (the prior re-weighted by ``exp(q / temperature)``).
+A decision whose prior already puts ``confident`` on one action, a forced switch, or a
+single legal action is the policy's own. A host that dies or hangs is warned about once and
+the policy plays on alone (``docs/search.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mapleenv.search.host import SearchHost, SearchHostError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class SearchConfig:
+    """How much to search per decision, and how to weigh it (``search.*`` settings)."""
+
+    time_ms: float | None = 1000.0  # wall-clock budget per decision (None: sims only)
+    sims: int | None = None  # simulated turns per decision (None: time only); deterministic
+    worlds: int = 3  # opponent teams sampled per decision
+    max_actions: int = 6  # own candidates, likeliest first
+    min_prior: float = 0.01  # own candidates need at least this prior (the pick always in)
+    confident: float = 0.95  # a prior this sure of one action is not searched
+    temperature: float = 0.03  # weight of the prior against the search's scores
+    uniform: float = 0.25  # share of the opponent model spread over all its actions
+    hosts: int = 1  # search hosts (Node processes) searching decisions side by side
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.time_ms is None and self.sims is None:
+            raise ValueError("search needs a budget: search.time_ms or search.sims")
+        checks = {
+            "search.time_ms": self.time_ms is None or self.time_ms > 0,
+            "search.sims": self.sims is None or self.sims >= 1,
+            "search.worlds": 1 <= self.worlds <= 64,
+            "search.max_actions": 1 <= self.max_actions <= 26,
+            "search.min_prior": 0 <= self.min_prior < 1,
+            "search.confident": 0 < self.confident <= 1,
+            "search.temperature": self.temperature > 0,
+            "search.uniform": 0 <= self.uniform <= 1,
+            "search.hosts": 1 <= self.hosts <= 64,
+            "search.seed": 0 <= self.seed < 2**32,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"{name} is out of range: {getattr(self, name[7:])!r}")
+
+
+@dataclasses.dataclass
+class SearchStats:
+    """What search did over a run: decisions seen, searched, overridden, time, sims."""
+
+    decisions: int = 0
+    searched: int = 0
+    overridden: int = 0
+    search_ms: float = 0.0
+    sims: int = 0
+    fallbacks: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        searched = max(1, self.searched)
+        return {
+            "decisions": self.decisions,
+            "searched": self.searched,
+            "overridden": self.overridden,
+            "override_rate": round(self.overridden / max(1, self.decisions), 4),
+            "mean_search_ms": round(self.search_ms / searched, 1),
+            "mean_sims": round(self.sims / searched, 1),
+            "fallbacks": self.fallbacks,
+        }
+
+
+@dataclasses.dataclass
+class Decision:
+    """One decision to search: the view (``battle_view`` plus ``choices``: action -> the
+    simulator choice string), the policy's probabilities over all actions and its pick."""
+
+    view: Mapping[str, Any]
+    probs: np.ndarray
+    action: int
+
+
+def candidates(
+    probs: np.ndarray, legal: Sequence[int], pick: int, config: SearchConfig
+) -> list[int]:
+    """The own actions to search: the likeliest legal ones, the policy's pick first."""
+    ranked = sorted(legal, key=lambda a: -float(probs[a]))
+    chosen = [pick] + [a for a in ranked if a != pick and probs[a] >= config.min_prior]
+    return chosen[: config.max_actions]
+
+
+def combine(
+    probs: np.ndarray, actions: Sequence[int], q: Sequence[float | None], temperature: float
+) -> int | None:
+    """The action maximising ``log prior + q / temperature`` (None when nothing was scored)."""
+    best, best_score = None, -np.inf
+    for action, value in zip(actions, q, strict=True):
+        if value is None:
+            continue
+        score = float(np.log(max(float(probs[action]), 1e-8))) + value / temperature
+        if score > best_score:
+            best, best_score = action, score
+    return best
+
+
+def needs_search(view: Mapping[str, Any], probs: np.ndarray, config: SearchConfig) -> bool:
+    """Whether a decision is worth searching (see the module docs)."""
+    choices = view.get("choices") or {}
+    if len(choices) < 2 or view.get("force_switch"):
+        return False
+    legal = [int(a) for a in choices]
+    return float(max(probs[a] for a in legal)) < config.confident
+
+
+class Searcher:
+    """Searches decisions on its own search hosts (started on first use, stopped by
+    :meth:`close`); ``stats`` counts what it did."""
+
+    def __init__(self, config: SearchConfig, host_factory: Callable[[], SearchHost] = SearchHost):
+        self.config = config
+        self.stats = SearchStats()
+        self._factory = host_factory
+        self._hosts: list[SearchHost] = []
+        self._broken: str | None = None
+
+    def reset_stats(self) -> None:
+        """Start counting anew (one opponent's battles at a time)."""
+        self.stats = SearchStats()
+
+    def _ensure_hosts(self) -> list[SearchHost]:
+        while len(self._hosts) < self.config.hosts:
+            self._hosts.append(self._factory())
+        return self._hosts
+
+    def _request(self, decision: Decision, actions: list[int]) -> dict[str, Any]:
+        view = decision.view
+        choices = view["choices"]
+        key = f"{view.get('battle_tag', '')}:{view.get('turn', 0)}".encode()
+        return {
+            "view": {k: v for k, v in view.items() if k != "choices"},
+            "own": [choices[a] if a in choices else choices[str(a)] for a in actions],
+            "worlds": self.config.worlds,
+            "sims": self.config.sims,
+            "time_ms": self.config.time_ms,
+            "seed": zlib.crc32(key, self.config.seed),
+            "uniform": self.config.uniform,
+        }
+
+    def choose(self, decisions: Sequence[Decision]) -> list[int]:
+        """The action for each decision: searched ones side by side on the hosts (each host
+        one decision at a time), the others the policy's own pick."""
+        chosen = [d.action for d in decisions]
+        self.stats.decisions += len(decisions)
+        todo = [i for i, d in enumerate(decisions) if needs_search(d.view, d.probs, self.config)]
+        if not todo or self._broken is not None:
+            return chosen
+        try:
+            hosts = self._ensure_hosts()
+            for start in range(0, len(todo), len(hosts)):
+                batch = todo[start : start + len(hosts)]
+                self._search_batch(decisions, batch, hosts, chosen)
+        except (SearchHostError, OSError, ValueError, KeyError) as exc:
+            self._fail(exc)
+        return chosen
+
+    def _search_batch(
+        self,
+        decisions: Sequence[Decision],
+        batch: list[int],
+        hosts: list[SearchHost],
+        chosen: list[int],
+    ) -> None:
+        sent = []
+        for host, i in zip(hosts, batch, strict=False):
+            d = decisions[i]
+            legal = [int(a) for a in d.view["choices"]]
+            actions = candidates(d.probs, legal, d.action, self.config)
+            host.submit("search", **self._request(d, actions))
+            sent.append((host, i, actions))
+        for host, i, actions in sent:
+            reply = host.collect()
+            self.stats.searched += 1
+            self.stats.sims += int(reply.get("sims", 0))
+            self.stats.search_ms += float(reply.get("ms", 0.0))
+            best = combine(decisions[i].probs, actions, reply["q"], self.config.temperature)
+            if best is not None and best != chosen[i]:
+                chosen[i] = best
+                self.stats.overridden += 1
+
+    def _fail(self, exc: BaseException) -> None:
+        self._broken = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        self.stats.fallbacks += 1
+        logger.warning("search stopped, the policy plays alone from here: %s", self._broken)
+        self.close()
+
+    def close(self) -> None:
+        hosts, self._hosts = self._hosts, []
+        for host in hosts:
+            host.close()

@@ -1,0 +1,65 @@
+"""How faithfully a world rebuilds a real battle: the world built from one seat's view and
+the true opponent team, compared field by field with the simulator's own battle.
+
+Used by ``tests/mapleenv/search/test_fidelity.py`` and ``scripts/search_fidelity.py``; the
+fields are those of ``mapleenv/js/search/fields.js``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from mapleenv.search.host import SearchHost
+from mapleenv.search.view import battle_view
+
+
+def flatten(state: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"me": {"x": {"hp": 1}}}`` -> ``{"me.x.hp": 1}``."""
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _same(key: str, truth: Any, built: Any) -> bool:
+    if key.startswith("foe.") and key.endswith(".hp"):  # the opponent's HP is a percentage
+        return built is not None and abs(built - truth) <= 1
+    return truth == built
+
+
+def compare(truth: dict[str, Any], built: dict[str, Any]) -> list[str]:
+    """The tracked fields (flattened names) where ``built`` differs from ``truth``."""
+    flat_truth, flat_built = flatten(truth), flatten(built)
+    return [k for k, v in flat_truth.items() if not _same(k, v, flat_built.get(k))]
+
+
+def true_state(env: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The simulator's own state of a direct-backend ``PokemonEnv``'s battle, from the
+    agent's seat, and the opponent's true sets."""
+    backend = env._backend
+    session = backend.session
+    replies = backend.host.send(session.battle_id, [f"dumpstate {env.battle.player_role}"])
+    data = json.loads(next(d for kind, d in replies if kind == "state"))
+    return data["state"], data["truth"]
+
+
+def check_decision(env: Any, host: SearchHost) -> tuple[int, list[str]]:
+    """Fields tracked and those that differ at the env's current decision."""
+    truth, sets = true_state(env)
+    built = host.request("world", view=battle_view(env.battle), seed=0, truth=sets)["state"]
+    return len(flatten(truth)), compare(truth, built)
+
+
+def summary(tracked: int, differing: Counter) -> dict[str, Any]:
+    """Match rate and the fields that differ most often."""
+    wrong = sum(differing.values())
+    return {
+        "fields": tracked,
+        "match": round(1 - wrong / max(1, tracked), 4),
+        "differing": dict(differing.most_common(15)),
+    }
