@@ -50,8 +50,11 @@ class HealingStep:
         worker_timeout_s: float | None = 300.0,
         max_failures: int = 3,
         log_after_s: float = 10.0,
+        abort_reply: Any = None,
     ) -> None:
         self.env, self.context = env, context
+        # a replaced worker's step reply (why, final_obs, reset_info) -> reply; None: one env
+        self.abort_reply = abort_reply
         self.worker_timeout_s, self.max_failures = worker_timeout_s, max_failures
         self.log_after_s = (
             log_after_s if worker_timeout_s is None else min(log_after_s, worker_timeout_s)
@@ -163,6 +166,8 @@ class HealingStep:
             )
         self.replaced.append(index)
         aborted = f"env worker {index} replaced: {why}"
+        if self.abort_reply is not None:  # several battles per worker (mapleenv.vector.group)
+            return self.abort_reply(aborted, final_obs, reset_info)
         info = {"final_obs": final_obs, "final_info": {"aborted": aborted}, **reset_info}
         return None, 0.0, False, True, info
 

@@ -45,6 +45,7 @@ from mapleenv.plugins import import_plugins
 from mapleenv.showdown.pool import ServerPool
 from mapleenv.showdown.process import die_with_parent
 from mapleenv.spec import BACKEND_ENV_VAR, EnvSpec, default_backend
+from mapleenv.vector.group import GroupedVectorEnv, group_abort_reply, hide_gpus, worker_group
 from mapleenv.vector.heal import HealingStep
 from mapleenv.vector.masks import action_masks
 
@@ -70,13 +71,6 @@ def _worker_env(spec: EnvSpec) -> PokemonEnv:
     return PokemonEnv(spec=spec)
 
 
-def hide_gpus() -> None:
-    """No GPU for this process (an env worker): its frozen policies and everything else run
-    on CPU, and only the trainer holds a CUDA context (DESIGN.md, contract 3). Must run
-    before anything in the process initialises CUDA (the driver reads the variable then)."""
-    os.environ["CUDA_VISIBLE_DEVICES"] = ""
-
-
 class _Pool(Protocol):
     @property
     def failure(self) -> str | None: ...
@@ -96,6 +90,7 @@ class ShowdownVectorEnv(AsyncVectorEnv):
         pool: _Pool | None = None,
         worker_timeout_s: float | None = 300.0,
         max_worker_failures: int = 3,
+        abort_reply: Any = None,
         **kwargs: Any,
     ):
         self.pool = pool
@@ -105,7 +100,9 @@ class ShowdownVectorEnv(AsyncVectorEnv):
             self._stop_pool()
             raise
         context = multiprocessing.get_context(kwargs.get("context"))
-        self.healing = HealingStep(self, context, worker_timeout_s, max_worker_failures)
+        self.healing = HealingStep(
+            self, context, worker_timeout_s, max_worker_failures, abort_reply=abort_reply
+        )
 
     def step_async(self, actions: np.ndarray) -> None:
         """As ``AsyncVectorEnv.step_async``, but a worker that died since the last step
@@ -187,8 +184,9 @@ def make_vector_env(
     worker_timeout_s: float | None = 300.0,
     max_worker_failures: int = 3,
     allow_oversubscribe: bool = False,
+    battles_per_worker: int = 1,
     **settings: Any,
-) -> ShowdownVectorEnv:
+) -> ShowdownVectorEnv | GroupedVectorEnv:
     """``num_envs`` :class:`PokemonEnv` in ``AsyncVectorEnv`` workers (shared memory).
 
     The envs' settings are one :class:`~mapleenv.spec.EnvSpec`: ``spec``, or built from
@@ -205,16 +203,29 @@ def make_vector_env(
     episode ends aborted; a worker failing ``max_worker_failures`` times in a row raises
     (:mod:`mapleenv.vector.heal`). More processes than the machine holds
     (:func:`mapleenv.limits.check_capacity`) fail at once unless ``allow_oversubscribe``.
+    ``battles_per_worker`` (a divisor of ``num_envs``): battles per worker process
+    (:mod:`mapleenv.vector.group`; 1: one ``PokemonEnv`` per worker).
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    per_worker = battles_per_worker
+    if per_worker < 1 or num_envs % per_worker:
+        raise ValueError(
+            f"battles_per_worker must be >= 1 and divide num_envs={num_envs}, got {per_worker}"
+        )
     if server_url is not None:
         settings["server"] = server_url
     spec = _checked_spec(spec, settings)
     if not allow_oversubscribe:
-        _check_capacity(spec, num_envs)
+        _check_capacity(spec, num_envs, num_envs // per_worker)
     pool, specs = _start_pool(spec, num_envs, watchdog_interval)
     env_fns = [functools.partial(_worker_env, env) for env in specs]
+    mode = AutoresetMode(autoreset_mode or AutoresetMode.NEXT_STEP)
+    if per_worker > 1:
+        env_fns = [
+            functools.partial(worker_group, specs[w : w + per_worker], mode)
+            for w in range(0, num_envs, per_worker)
+        ]
     vector_kwargs: dict[str, Any] = {
         "shared_memory": True,
         "context": context,
@@ -222,13 +233,17 @@ def make_vector_env(
         "max_worker_failures": max_worker_failures,
     }
     if autoreset_mode is not None:
-        vector_kwargs["autoreset_mode"] = AutoresetMode(autoreset_mode)
+        vector_kwargs["autoreset_mode"] = mode
+    if per_worker > 1:  # the groups reset their own battles
+        vector_kwargs["autoreset_mode"] = AutoresetMode.DISABLED
+        vector_kwargs["abort_reply"] = functools.partial(group_abort_reply, per_worker)
     try:
-        return ShowdownVectorEnv(env_fns, pool=pool, **vector_kwargs)
+        envs = ShowdownVectorEnv(env_fns, pool=pool, **vector_kwargs)
     except BaseException:
         if pool is not None:
             pool.stop()
         raise
+    return envs if per_worker == 1 else GroupedVectorEnv(envs, per_worker, mode)
 
 
 def _checked_spec(spec: EnvSpec | None, settings: dict[str, Any]) -> EnvSpec:
@@ -244,15 +259,15 @@ def _checked_spec(spec: EnvSpec | None, settings: dict[str, Any]) -> EnvSpec:
     return spec.checked()
 
 
-def _check_capacity(spec: EnvSpec, num_envs: int) -> None:
-    """The workers plus the hosts or servers :func:`_start_pool` would start, against what
-    this machine holds."""
+def _check_capacity(spec: EnvSpec, num_envs: int, workers: int) -> None:
+    """The ``workers`` plus the hosts or servers :func:`_start_pool` would start, against
+    what this machine holds."""
     sim_hosts = servers = 0
     if spec.backend == "direct" and spec.sim_hosts != 0:
         sim_hosts = min(spec.sim_hosts or os.cpu_count() or 1, num_envs)
     elif spec.backend == "server" and spec.server is None:
         servers = min(spec.servers, num_envs)
-    check_capacity(num_envs, servers=servers, sim_hosts=sim_hosts)
+    check_capacity(workers, servers=servers, sim_hosts=sim_hosts)
 
 
 def _start_pool(

@@ -93,7 +93,7 @@ def _check_capacity(env: EnvConfig) -> list[str]:
         return []  # sync gym envs live in the trainer's own process
     try:
         check_capacity(
-            env.num_envs,
+            env.num_envs // max(1, getattr(env, "battles_per_worker", 1)),  # worker processes
             servers=servers,
             sim_hosts=sim_hosts,
             allow_oversubscribe=env.allow_oversubscribe,
@@ -255,6 +255,18 @@ def _env_checks(e: EnvConfig) -> list[Check]:
             or is_choice(e.vectorization, ShowdownVectorization),
             f"env.vectorization must be {choices(ShowdownVectorization)}, "
             f"got {getattr(e, 'vectorization', None)!r}",
+        ),
+        (
+            not isinstance(e, ShowdownEnvConfig)
+            or (e.battles_per_worker >= 1 and e.num_envs % e.battles_per_worker == 0),
+            "env.battles_per_worker must be >= 1 and divide env.num_envs, got "
+            f"{getattr(e, 'battles_per_worker', None)!r} for {e.num_envs}",
+        ),
+        (
+            not isinstance(e, ShowdownEnvConfig)
+            or e.battles_per_worker == 1
+            or e.vectorization == ShowdownVectorization.async_,
+            "env.battles_per_worker > 1 needs env.vectorization=async",
         ),
         (
             not isinstance(e, ShowdownEnvConfig) or is_choice(e.backend, Backend),

@@ -170,6 +170,9 @@ class ShowdownEnvConfig(EnvConfig):
     mask_futile: bool = False
     context: str = "spawn"
     vectorization: str = "async"  # async: local AsyncVectorEnv | ray: Ray actor shards
+    # battles per env worker process (async; divides num_envs): one start-up and one
+    # message per step for all of them (mapleenv.vector.group, docs/scaling.md)
+    battles_per_worker: int = 1
     ray: RayShardConfig = field(default_factory=RayShardConfig)
     # modules imported in the trainer and in every env worker before envs are built: they
     # register encoders, opponents, rewards (docs/extending.md)

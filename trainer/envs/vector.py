@@ -240,6 +240,7 @@ def _make_showdown(
         spec,
         worker_timeout_s=cfg.step_timeout_s,
         allow_oversubscribe=True,  # the config check counted these processes already
+        battles_per_worker=cfg.battles_per_worker,
         **vector,
     )
 

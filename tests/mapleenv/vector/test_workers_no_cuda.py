@@ -35,12 +35,16 @@ def _maps_cuda(pid: int) -> bool:
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("per_worker", [1, 2])
 def test_workers_with_policy_and_selfplay_opponents_never_initialise_cuda(
-    tmp_path: Path,
+    tmp_path: Path, per_worker: int
 ) -> None:
+    """Also with two battles per worker (``env.battles_per_worker``): the self-play pool
+    reaches every battle of a group."""
     device = "cuda" if torch.cuda.is_available() else "cpu"
     overrides = ["+experiment=smoke", f"device={device}", "tensorboard=false"]
     overrides += ["env.num_envs=2", "selfplay.every=1", "algo.rollout_steps=16"]
+    overrides += [f"env.battles_per_worker={per_worker}"]
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     cfg.env.opponent = {"self": 1.0, f"policy:{POLICY}": 1.0}
@@ -63,7 +67,7 @@ def test_workers_with_policy_and_selfplay_opponents_never_initialise_cuda(
 def test_the_guard_fires_in_a_worker_that_touches_cuda(capfd: pytest.CaptureFixture) -> None:
     """The negative control: an opponent that puts a tensor on CUDA while its worker builds
     the env ends that worker with the guard's message (on its stderr), and the worker saw
-    no GPU (``CUDA_VISIBLE_DEVICES`` empty: mapleenv.vector.local.hide_gpus)."""
+    no GPU (``CUDA_VISIBLE_DEVICES`` empty: mapleenv.vector.group.hide_gpus)."""
     with pytest.raises((RuntimeError, ConnectionError, EOFError)):
         envs = make_vector_env(1, opponent="cuda_probe", plugins=["cuda_guard"], sim_hosts=1)
         try:

@@ -87,6 +87,8 @@ def test_wrong_type_fails() -> None:
         ("max_minutes=0", "max_minutes must be > 0"),
         ("algo.bc_steps=1000", "bc_steps > 0 needs algo.kickstart_coef"),
         ("model.token_size=30", "token_size must be a multiple of model.attention_heads"),
+        ("env.battles_per_worker=3", "battles_per_worker must be >= 1 and divide env.num_envs"),
+        ("env.battles_per_worker=0", "battles_per_worker must be >= 1 and divide env.num_envs"),
     ],
 )
 def test_bad_values_fail_clearly(override: str, message: str) -> None:
@@ -124,6 +126,8 @@ def test_ray_vectorization_settings_compose() -> None:
     assert cfg.env.vectorization == "ray" and cfg.env.ray.shards == 4
     with pytest.raises(ConfigError, match="env.vectorization must be async\\|ray"):
         to_train_config(compose_cfg("env.vectorization=threads"))
+    with pytest.raises(ConfigError, match="battles_per_worker > 1 needs env.vectorization=async"):
+        to_train_config(compose_cfg("env.vectorization=ray", "env.battles_per_worker=2"))
 
 
 @pytest.mark.parametrize(
