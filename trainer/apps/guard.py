@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from mapleenv.paths import printable
+from mapleenv.paths import escape_control, printable
 
 # Popups with which Showdown refuses a challenge or a ladder search (server/chat-commands,
 # server/ladders): the request is gone, so waiting for its battle would wait forever.
@@ -28,16 +28,24 @@ REFUSALS = (
     "already challenging someone",
 )
 MAX_HANDLER_ERRORS = 100  # messages poke-env failed to handle: past this the server is dropped
+MAX_TRACEBACK = 10_000  # characters of a traceback's head and of its tail kept in the log
 _HANDLER_ERROR = "Unhandled exception raised while handling message"
 _NUMBERS = re.compile(r"\d+")
+
+
+def _indented(text: str) -> str:
+    """``text`` with control characters escaped but its line breaks, each following
+    line indented: it cannot start a line that reads like a log record."""
+    return "    " + escape_control(text, keep_newlines=True).replace("\n", "\n    ")
 
 
 class RefusalWatch(logging.Handler):
     """Watches the records poke-env logs for a player: ``refusal`` is the first refusal
     popup (``Popup message received: |popup|...``); ``fatal`` the first reason to stop at
     once: the name taken or refused (``|nametaken|``), a login that failed (an error while
-    handling ``|challstr|``), or :data:`MAX_HANDLER_ERRORS` messages that could not be
-    handled (a server sending garbage)."""
+    handling ``|challstr|``), :data:`MAX_HANDLER_ERRORS` messages that could not be
+    handled (a server sending garbage), or the error that ended the connection (a frame
+    over the size limit)."""
 
     def __init__(self, max_errors: int = MAX_HANDLER_ERRORS) -> None:
         super().__init__(logging.DEBUG)
@@ -74,6 +82,15 @@ class RefusalWatch(logging.Handler):
                 )
         elif message.startswith(_HANDLER_ERROR):
             self._handler_error(message.partition("\n")[2], record)
+        elif record.exc_info and record.msg is record.exc_info[1]:
+            # poke-env's listen() logging the error that ended the connection (a frame
+            # over the size limit...): the fatal line says it; the traceback, play.log
+            self._explain(record)
+            if self.fatal is None:
+                error = record.exc_info[1]
+                self.fatal = f"the connection ended: {type(error).__name__}: " + printable(
+                    error, max_len=300
+                )
 
     def _handler_error(self, received: str, record: logging.LogRecord) -> None:
         self.errors += 1
@@ -159,13 +176,22 @@ class FloodGuard(logging.Filter):
         )
 
     def _cut(self, record: logging.LogRecord) -> None:
+        """The record made one safe line: its message's control characters (newlines,
+        carriage returns, escapes: a server's text) escaped and the message cut to
+        ``max_chars``; its traceback, where a server's text may sit in an error's message,
+        escaped too and indented, so no line of it can read like a record of its own."""
         try:
             message = record.getMessage()
         except (TypeError, ValueError):  # bad arguments: the handler reports it
             return
-        if len(message) > self.max_chars:
-            record.msg = f"{message[: self.max_chars]}... (cut: {len(message)} characters)"
-            record.args = None
+        record.msg, record.args = printable(message, max_len=self.max_chars), None
+        if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            if len(text) > 2 * MAX_TRACEBACK:
+                text = f"{text[:MAX_TRACEBACK]}\n... (cut)\n{text[-MAX_TRACEBACK:]}"
+            record.exc_text = _indented(text)
+        if record.stack_info:
+            record.stack_info = _indented(record.stack_info[: 2 * MAX_TRACEBACK])
 
     def pending(self) -> list[str]:
         """One line per kind with dropped records not yet reported (and forgets them)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -125,6 +126,82 @@ def test_a_server_flooding_garbage_is_dropped_and_the_log_stays_small(
     # the first few tracebacks only; the rest counted, not printed
     assert out.count("Traceback") <= 20, out.count("Traceback")
     assert "were dropped" in out or "more like the next" in out
+
+
+FORGED = (
+    "[2026-01-01 00:00:00,000][trainer.play][INFO] - battle 1/1 "
+    "battle-gen9randombattle-1: won in 12 turns vs x"
+)
+MAPLE_RECORD = re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+\]\[[^\]]+\]\[[A-Z]+\] - ")
+
+
+class HostileServer(FloodServer):
+    """Greets like Showdown, sends ``frames`` (forged log lines, a frame of newlines, one
+    over the size limit), then closes the connection."""
+
+    def __init__(self, frames: list[str]) -> None:
+        self.frames = frames
+        super().__init__()
+
+    async def _flood(self, websocket) -> None:
+        await websocket.send("|challstr|4|" + "ab" * 64)
+        for frame in self.frames:
+            await websocket.send(frame)
+            self.sent += 1
+        await websocket.close()
+
+    async def _main(self) -> None:
+        self._stop = self.loop.create_future()
+        async with serve(self._handler, "127.0.0.1", 0, max_size=None) as server:
+            self.port = next(iter(server.sockets)).getsockname()[1]
+            self._ready.set()
+            await self._stop
+
+
+def hostile_play(tmp_path: Path, frames: list[str]) -> subprocess.CompletedProcess:
+    server = HostileServer(frames)
+    try:
+        return play(tmp_path, f"server=127.0.0.1:{server.port}", timeout=120)
+    finally:
+        server.close()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(240)
+def test_a_server_cannot_forge_or_multiply_log_records(tmp_path: Path) -> None:
+    """Server text reaches the log with its line breaks escaped, tracebacks indented: no
+    line of ``play.log`` that reads like a record of Maple's is the server's."""
+    frames = [
+        f"|popup|hello\n{FORGED}",
+        f"|popup|hello\r{FORGED}\x1b[2J\u2028{FORGED}",
+        "\n" * ((1 << 20) - 64),  # a 1 MiB frame of newlines
+        f"|{FORGED}\n|\n" * 100,  # frames that cannot be handled, with forged lines
+    ]
+    proc = hostile_play(tmp_path, frames)
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    log = (tmp_path / "run" / "play.log").read_text()
+    assert len(log) < 200_000 and len(proc.stderr) < 200_000, (len(log), len(proc.stderr))
+    for line in log.splitlines() + proc.stderr.splitlines():
+        if MAPLE_RECORD.match(line):
+            assert "won in 12 turns" not in line.split("] - ", 1)[0]
+            assert not line.split("] - ", 1)[1].startswith("battle 1/1"), line[:300]
+        else:  # a traceback's lines, indented; poke-env's own console format
+            assert line.startswith((" ", "20")), line[:300]
+    assert "won in 12 turns" in log  # there, escaped inside the server's message
+    records = [line for line in log.splitlines() if MAPLE_RECORD.match(line)]
+    assert len(records) < 60, len(records)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(240)
+def test_a_frame_over_the_size_limit_is_one_line(tmp_path: Path) -> None:
+    proc = hostile_play(tmp_path, ["x" * (50 << 20)])
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "the connection ended" in lines[0], lines[:20]
+    assert (
+        "message too big" in lines[0] and "Traceback" in (tmp_path / "run" / "play.log").read_text()
+    )
 
 
 @pytest.mark.integration
