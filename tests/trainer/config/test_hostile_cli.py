@@ -137,3 +137,51 @@ def test_overrides_hydra_cannot_compose_are_one_line_exit_2_for_every_cli(tmp_pa
         assert "Config search path" not in proc.stderr
     proc = cli(tmp_path, "trainer", "seed=abc", HYDRA_FULL_ERROR="1")
     assert proc.returncode == 1 and "Traceback" in proc.stderr  # Hydra's full report on request
+
+
+def _settings_cases(tmp_path: Path) -> list[tuple[str, list[str], str]]:
+    """(module, overrides, the line's fragment): seeds out of range, a results path that
+    cannot be written, a team folder with a symlink loop and a dangling link (issue 34)."""
+    from builders import write_tiny_checkpoint
+
+    good = write_tiny_checkpoint(tmp_path / "files" / "tiny.pt")
+    loop = tmp_path / "files" / "loop"
+    loop.mkdir()
+    (loop / "a").symlink_to(loop / "b")
+    (loop / "b").symlink_to(loop / "a")
+    dangling = tmp_path / "files" / "dangling"
+    dangling.mkdir()
+    (dangling / "team.txt").symlink_to(tmp_path / "nowhere")
+    evaluate = ["trainer.evaluate", f"checkpoint={good}", "battles=2", "num_envs=1"]
+    play = ["trainer.play", f"checkpoint={good}"]
+    seed_range = "seed must be in 0..4294967295"
+    return [
+        ("trainer", ["+experiment=smoke", f"seed={10**30}"], seed_range),
+        (evaluate[0], [*evaluate[1:], "seed=-5"], seed_range),
+        (play[0], [*play[1:], "seed=4294967296"], seed_range),
+        (evaluate[0], [*evaluate[1:], "output=/proc/self/mem"], "output: cannot write in"),
+        (play[0], [*play[1:], f"output={tmp_path / 'files'}"], "is a directory, not a file"),
+        (
+            "trainer",
+            ["+experiment=smoke", "env.battle_format=gen9ou", f"env.team={loop}"],
+            "in team folder cannot be read: Too many levels of symbolic links",
+        ),
+        (evaluate[0], [*evaluate[1:], f"team={loop}"], "Too many levels of symbolic links"),
+        (
+            play[0],
+            [*play[1:], "battle_format=gen9ou", f"team={dangling}"],
+            "in team folder cannot be read: No such file or directory",
+        ),
+    ]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(600)
+def test_bad_seeds_outputs_and_team_folders_are_one_line_for_every_cli(tmp_path: Path) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    cases = _settings_cases(tmp_path)
+    before = set(cwd.rglob("*"))
+    for module, overrides, message in cases:
+        proc = cli(cwd, module, *overrides)
+        assert_one_line_and_nothing_written(proc, cwd, message, before)
