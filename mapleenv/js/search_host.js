@@ -13,7 +13,9 @@
  *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t}
  *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null}
  *     -> {"id": 2, "state": {tracked fields of the built world}}   (fidelity checks)
- *   {"id": 3, "cmd": "ping"} -> {"id": 3, "ok": true}
+ *   {"id": 3, "cmd": "warm", "format": F} -> {"id": 3, "ms": t}: loads the format's data and
+ *     set generator and plays a few turns, so the first decision's budget is not spent on it
+ *   {"id": 4, "cmd": "ping"} -> {"id": 4, "ok": true}
  * A request that fails answers {"id": ..., "error": "one line"}; the host keeps serving.
  * Views come from mapleenv/search/view.py; docs/search.md explains the search.
  */
@@ -137,8 +139,23 @@ function answer(req, worlds, sims, ms) {
   return {q, ours: strategy, sims, worlds: worlds.length, ms};
 }
 
+/** Load a format's data and generator, and run its code paths once (the JIT warms up). */
+function warm(format) {
+  const start = Date.now();
+  const gen = generator(format, seedOf(0, 0, 1));
+  const team = () => gen.getTeam();
+  for (let i = 0; i < 3; i++) {
+    const battle = new Sim.Battle({formatid: format, seed: seedOf(i, 0, 4),
+      p1: {name: 'p1', team: team()}, p2: {name: 'p2', team: team()}});
+    const snapshot = JSON.stringify(battle.toJSON());
+    for (let t = 0; t < 20; t++) playPair(Sim, snapshot, 'default', 'default', seedOf(i, t, 5));
+  }
+  return {ms: Date.now() - start};
+}
+
 function handle(req) {
   if (req.cmd === 'ping') return {ok: true};
+  if (req.cmd === 'warm') return warm(req.format);
   if (req.cmd === 'search') return search(req);
   if (req.cmd === 'world') {
     const gen = generator(req.view.format, seedOf(req.seed || 0, 0, 1));

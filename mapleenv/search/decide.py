@@ -143,9 +143,12 @@ class Searcher:
         """Start counting anew (one opponent's battles at a time)."""
         self.stats = SearchStats()
 
-    def _ensure_hosts(self) -> list[SearchHost]:
+    def _ensure_hosts(self, battle_format: str) -> list[SearchHost]:
+        """The hosts, started and warmed up for ``battle_format`` on first use."""
         while len(self._hosts) < self.config.hosts:
-            self._hosts.append(self._factory())
+            host = self._factory()
+            self._hosts.append(host)
+            host.request("warm", format=battle_format)
         return self._hosts
 
     def _request(self, decision: Decision, actions: list[int]) -> dict[str, Any]:
@@ -171,7 +174,7 @@ class Searcher:
         if not todo or self._broken is not None:
             return chosen
         try:
-            hosts = self._ensure_hosts()
+            hosts = self._ensure_hosts(decisions[todo[0]].view["format"])
             for start in range(0, len(todo), len(hosts)):
                 batch = todo[start : start + len(hosts)]
                 self._search_batch(decisions, batch, hosts, chosen)

@@ -1,0 +1,102 @@
+"""Decision-time search on real battles: legal choices, kept budgets, the same choice for
+the same seed and simulation budget, and a dead search host that falls back to the policy."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from mapleenv.actions import action_space_size, legal_actions
+from mapleenv.env import PokemonEnv
+from mapleenv.search import Decision, SearchConfig, Searcher, SearchHost, decision_view
+
+pytestmark = pytest.mark.integration
+
+
+def mid_battle_decisions(seed: int, count: int, min_turn: int = 3) -> Iterator[Decision]:
+    """``count`` searchable decisions of direct-backend battles played with random legal
+    actions, each with a made-up prior over its legal actions."""
+    rng = random.Random(seed)
+    env = PokemonEnv("gen9randombattle", opponent="random", backend="direct", seed=seed)
+    try:
+        found = 0
+        for episode in range(20):
+            env.reset(seed=seed + episode)
+            while True:
+                battle = env.battle
+                legal = legal_actions(battle)
+                view = decision_view(battle, legal)
+                if battle.turn >= min_turn and len(legal) > 1 and not view["force_switch"]:
+                    probs = np.zeros(action_space_size(battle.gen), dtype=np.float32)
+                    probs[list(legal)] = np.asarray([rng.random() for _ in legal]) + 0.1
+                    probs /= probs.sum()
+                    # as an env worker sends it (JSON text, int keys become strings)
+                    yield Decision(
+                        json.loads(json.dumps(view)), probs, max(legal, key=probs.__getitem__)
+                    )
+                    found += 1
+                    if found >= count:
+                        return
+                _, _, terminated, truncated, _ = env.step(rng.choice(list(legal)))
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
+
+
+def test_searched_choices_are_legal_and_repeat_under_a_seed_and_sim_budget() -> None:
+    decisions = list(mid_battle_decisions(seed=3, count=6))
+    config = SearchConfig(time_ms=None, sims=60, worlds=2, confident=1.0)
+    first, second = Searcher(config), Searcher(config)
+    try:
+        picks = first.choose(decisions)
+        again = second.choose(decisions)
+    finally:
+        first.close()
+        second.close()
+    for decision, pick in zip(decisions, picks, strict=True):
+        assert str(pick) in decision.view["choices"]
+    assert picks == again
+    assert first.stats.searched == len(decisions)
+    assert first.stats.sims == first.stats.searched * 60
+    assert first.stats.fallbacks == 0
+
+
+def test_the_time_budget_is_kept() -> None:
+    (decision,) = mid_battle_decisions(seed=5, count=1)
+    with SearchHost() as host:
+        host.request("warm", format="gen9randombattle")
+        view = {k: v for k, v in decision.view.items() if k != "choices"}
+        own = list(decision.view["choices"].values())
+        for budget in (50, 300):
+            reply = host.request("search", view=view, own=own, worlds=3, time_ms=budget, seed=1)
+            # the budget is checked before every simulated turn: one turn's overshoot at most
+            assert reply["ms"] < budget + 150, reply
+            assert reply["sims"] >= 1
+            assert len(reply["q"]) == len(own)
+
+
+def test_a_dead_search_host_falls_back_to_the_policy_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    decisions = list(mid_battle_decisions(seed=7, count=3))
+    searcher = Searcher(SearchConfig(time_ms=None, sims=20, worlds=1, confident=1.0))
+    try:
+        searcher.choose(decisions[:1])
+        assert searcher.stats.searched == 1
+        searcher._hosts[0].kill()
+        with caplog.at_level(logging.WARNING, logger="mapleenv.search.decide"):
+            picks = searcher.choose(decisions)
+            picks_later = searcher.choose(decisions)
+    finally:
+        searcher.close()
+    assert picks == picks_later == [d.action for d in decisions]  # the policy's own picks
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "policy plays alone" in warnings[0].getMessage()
+    assert searcher.stats.fallbacks == 1
