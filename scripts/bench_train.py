@@ -23,6 +23,7 @@ end) or a checkout directory. Both sides run their own ``scripts/bench_train.py`
 subprocess (same python, experiment, overrides, rounds, iterations), alternated A B A B
 for ``--pairs`` pairs (A = this checkout). ``speedup = median A train SPS / median B train
 SPS`` over all rounds; ``median_pair_speedup`` is the median of the per-pair ratios.
+``--baseline . --a-override env.battles_per_worker=4`` compares settings of one checkout.
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import psutil
 import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from mapleenv.measure import machine_info, process_cpu
+from mapleenv.measure import machine_info, process_cpu, process_role
 from trainer.config import to_train_config
 from trainer.run.train import Trainer
 
@@ -107,6 +109,20 @@ def median_by_role(rounds: list[dict], key: str) -> dict[str, float]:
     return {role: round(statistics.median(r[key][role] for r in rounds), 3) for role in roles}
 
 
+def rss_mib_by_role() -> dict[str, float]:
+    """RSS (MiB) of this process, its env workers and simulator hosts (sums); worker count."""
+    rss = {"main": psutil.Process().memory_info().rss / 2**20, "env_workers": 0.0}
+    rss |= {"sim_hosts": 0.0, "workers": 0}  # fmt: skip
+    for child in psutil.Process().children(recursive=True):
+        role = process_role(child, os.getpid())
+        key = {"env_worker": "env_workers", "sim_host": "sim_hosts"}.get(role or "")
+        if key is not None:
+            with contextlib.suppress(psutil.Error):
+                rss[key] += child.memory_info().rss / 2**20
+                rss["workers"] += key == "env_workers"
+    return {k: round(v, 1) for k, v in rss.items()}
+
+
 def single(args: argparse.Namespace) -> dict:
     """This checkout's env-only and training SPS, interleaved on one vector env."""
     overrides = [
@@ -124,6 +140,7 @@ def single(args: argparse.Namespace) -> dict:
     try:
         trainer.train_iteration()  # warm-up: server, workers, allocator
         rounds = [measure_round(trainer, args, rng) for _ in range(args.rounds)]
+        rss = rss_mib_by_role()
     finally:
         trainer.close()
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -149,6 +166,7 @@ def single(args: argparse.Namespace) -> dict:
         ),
         "env_only_cpu_ms_per_step": median_by_role(rounds, "env_only_cpu_ms_per_step"),
         "train_cpu_ms_per_step": median_by_role(rounds, "train_cpu_ms_per_step"),
+        "rss_mib": rss,
         "machine": {
             "cpu_count": os.cpu_count(),
             "platform": platform.platform(),
@@ -222,7 +240,9 @@ def last_json(stdout: str) -> dict:
 
 
 def run_side(checkout: Path, args: argparse.Namespace, tmp: Path, label: str) -> dict:
-    """One run of ``checkout``'s own bench_train.py (its code on PYTHONPATH); its JSON."""
+    """One run of ``checkout``'s own bench_train.py (its code on PYTHONPATH); its JSON.
+    Side A adds ``--a-override``s to the overrides."""
+    extra = args.a_override if label == "A" else []
     command = [
         sys.executable,
         str(checkout / "scripts" / "bench_train.py"),
@@ -232,6 +252,7 @@ def run_side(checkout: Path, args: argparse.Namespace, tmp: Path, label: str) ->
         f"--iterations={args.iterations}",
         "--",
         *args.overrides,
+        *extra,
     ]
     (tmp / "tmp").mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(checkout), "TMPDIR": str(tmp / "tmp")}
@@ -274,7 +295,8 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=30)
 
 
-RUN_KEYS = ("train_sps_median", "env_only_sps_median", "ratio", "update_share", "loadavg_before")
+RUN_KEYS = ("train_sps_median", "env_only_sps_median", "ratio", "update_share")
+RUN_KEYS += ("loadavg_before", "rss_mib")
 ROUND_KEYS = (
     "train_sps",
     "env_only_sps",
@@ -304,6 +326,7 @@ def side_summary(checkout: Path, runs: list[dict]) -> dict:
         "env_only_cpu_ms_per_step": (
             median_by_role(cpu, "env_only_cpu_ms_per_step") if cpu else None
         ),
+        "env_workers_rss_mib_median": _median_rss(runs, "env_workers"),
         "runs": [
             {
                 **{k: run.get(k) for k in RUN_KEYS},
@@ -312,6 +335,14 @@ def side_summary(checkout: Path, runs: list[dict]) -> dict:
             for run in runs
         ],
     }
+
+
+def _median_rss(runs: list[dict], key: str) -> float | None:
+    return statistics.median([r["rss_mib"][key] for r in runs]) if runs[0].get("rss_mib") else None
+
+
+def _ratio(a: dict, b: dict, key: str) -> float | None:
+    return a[key] / b[key] if a.get(key) and b.get(key) else None
 
 
 def compare(args: argparse.Namespace) -> dict:
@@ -348,6 +379,7 @@ def compare(args: argparse.Namespace) -> dict:
         "baseline": args.baseline,
         "experiment": args.experiment,
         "overrides": args.overrides,
+        "a_overrides": args.a_override,
         "device": args.device,
         "pairs": args.pairs,
         "rounds_per_run": args.rounds,
@@ -358,6 +390,7 @@ def compare(args: argparse.Namespace) -> dict:
         "median_pair_speedup": statistics.median(pair_speedups),
         "pair_speedups": pair_speedups,
         "env_only_speedup": a["env_only_sps_median"] / b["env_only_sps_median"],
+        "env_workers_rss_ratio": _ratio(a, b, "env_workers_rss_mib_median"),
         "machine": machine,
         "loadavg_end": list(os.getloadavg()),
     }
@@ -390,6 +423,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--pairs", type=int, default=3, help="with --baseline: A B pairs run (default %(default)s)"
+    )
+    parser.add_argument(
+        "--a-override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --baseline: a Hydra override for side A only (repeatable); with "
+        "--baseline . both sides are this checkout: an A/B of settings",
     )
     parser.add_argument("overrides", nargs="*", help="extra Hydra overrides (after --)")
     args = parser.parse_args(argv)

@@ -88,3 +88,18 @@ def test_bad_baselines_are_one_line_errors(tmp_path: Path) -> None:
     assert not_maple.returncode == 2
     assert not_maple.stderr.strip().endswith("not a Maple checkout (no scripts/bench_train.py)")
     assert len(not_maple.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_override_compares_settings_of_one_checkout() -> None:
+    """``--baseline . --a-override``: both sides are this checkout, A with the override (two
+    battles in one worker), B without; each run reports its workers' memory."""
+    args = ["--baseline", ".", "--pairs", "1", "--a-override", "env.battles_per_worker=2"]
+    out = _run(*args, *TINY, "--", "env.num_envs=2")
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout)
+    assert result["a_overrides"] == ["env.battles_per_worker=2"]
+    (a_run,), (b_run,) = result["a"]["runs"], result["b"]["runs"]
+    assert a_run["rss_mib"]["workers"] == 1 and b_run["rss_mib"]["workers"] == 2
+    assert a_run["rss_mib"]["env_workers"] > 0 and result["env_workers_rss_ratio"] > 0
