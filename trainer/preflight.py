@@ -40,15 +40,20 @@ def _task_config(config: DictConfig) -> DictConfig:
 
 
 class TrainPreflight(Callback):
-    """``python -m trainer``: the config checks (:func:`trainer.config.to_train_config`)
-    and the ``resume`` checkpoint, before the run dir exists."""
+    """``python -m trainer``: the config checks (:func:`trainer.config.to_train_config`),
+    the ``policy:`` opponents' files and the ``resume`` checkpoint, before the run dir
+    exists."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from mapleenv.opponents import check_policy_files
         from trainer.config import to_train_config
         from trainer.run.checkpoint import check_network, check_pool, load_checkpoint
 
         try:
             typed = to_train_config(_task_config(config))
+            opponent = getattr(typed.env, "opponent", None)
+            if opponent is not None:  # policy:<file> members: the full checkpoint check
+                check_policy_files(opponent)
             if typed.resume:  # a run dir or a file: a checkpoint whose networks all fit
                 ckpt = load_checkpoint(typed.resume)
                 check_network(ckpt, str(typed.resume))

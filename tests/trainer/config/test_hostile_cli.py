@@ -185,3 +185,25 @@ def test_bad_seeds_outputs_and_team_folders_are_one_line_for_every_cli(tmp_path:
     for module, overrides, message in cases:
         proc = cli(cwd, module, *overrides)
         assert_one_line_and_nothing_written(proc, cwd, message, before)
+
+
+def test_an_error_no_preflight_check_expected_is_one_short_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hydra only warns about a callback that raises, then runs the job: the preflight
+    turns any exception into the one line (issue 34), cut short whatever its size."""
+    import mapleenv.policies
+    from trainer.preflight import EvaluatePreflight
+
+    def unexpected(path: str) -> None:
+        raise RecursionError("maximum recursion depth exceeded\n" + "x" * 10**7)
+
+    monkeypatch.setattr(mapleenv.policies, "read_snapshot", unexpected)
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        config = compose("evaluate", overrides=["checkpoint=x.pt"])
+    with pytest.raises(SystemExit) as info:
+        EvaluatePreflight().on_run_start(config)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 4096, err[:300]
+    assert "[trainer.apps.evaluate][ERROR] - RecursionError: maximum recursion depth" in err
