@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,13 @@ class ConvertError(Exception):
 
 
 def read_trusted(path: Path) -> dict[str, Any]:
-    """Unpickle ``path`` with the full unpickler (the user vouched for it)."""
+    """Unpickle ``path`` with the full unpickler (the user vouched for it). Only a zip
+    file (what ``torch.save`` writes): the legacy reader allocates whatever sizes a file
+    declares (random bytes end in a ``MemoryError``)."""
+    if not zipfile.is_zipfile(path):
+        raise ConvertError(
+            f"cannot read {path} (truncated or not a checkpoint): not a file written by torch.save"
+        )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -93,7 +93,7 @@ _HUGE_SPEC = {
 HOSTILE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "stride0_weights": (
         lambda p: stride0(p, [4096, 4096]),
-        "every tensor must be contiguous and fill its own storage",
+        "every tensor must be contiguous, each element its own bytes",
     ),
     "network_of_1gb": (
         lambda p: spoiled(p, _top("policy", {**_HUGE_SPEC})),

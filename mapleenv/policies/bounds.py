@@ -5,9 +5,9 @@ memory: a record deflate-compressed inside the zip expands inside ``torch.load``
 whose 4-byte storage is stretched to a full shape (stride 0) passes a shape check and then
 fills a network as large as its spec names. So, like safetensors, the file's zip entries
 are checked before it is read (:func:`archive_problem`: stored records only, together no
-larger than the file), and every tensor after (:func:`contents_problem`: contiguous, at
-offset 0, its own storage, no larger than itself, nesting bounded), which bounds the memory
-of the loaded file by its size. The network a spec builds is bounded by
+larger than the file), and every tensor after (:func:`contents_problem`: contiguous, no two
+overlapping on a storage, nesting bounded), which bounds the memory of the loaded file by
+its size. The network a spec builds is bounded by
 :func:`max_parameters` (``MAPLE_MAX_PARAMETERS``). :func:`brief` is the bounded ``repr``
 every message about a checkpoint's values uses: no value makes a message huge or recursive.
 """
@@ -102,15 +102,17 @@ def archive_problem(path: Path) -> str | None:
 
 def contents_problem(value: Any) -> str | None:
     """Why the loaded checkpoint ``value`` could cost more memory than its file, or
-    ``None``: containers nested at most :data:`MAX_DEPTH` deep; every tensor dense,
-    contiguous, at offset 0 of a storage of its own that is no larger than itself (no
-    stride-0 or overlapping views: each element is a byte of the file)."""
-    seen: set[int] = set()
+    ``None``: containers nested at most :data:`MAX_DEPTH` deep; every tensor dense and
+    contiguous, and no two tensors (or two uses of one) overlapping on a storage (no
+    stride-0 view, no storage stretched into many weights): each element of a tensor is a
+    byte of the file. (Maple writes each tensor at offset 0 of a storage of its own; the
+    views of cuDNN's flat LSTM weights, in files of older GPU runs, do not overlap.)"""
+    spans: dict[int, list[tuple[int, int, str]]] = {}
     stack: list[tuple[Any, int, str]] = [(value, 0, "checkpoint")]
     while stack:
         item, depth, where = stack.pop()
         if torch.is_tensor(item):
-            problem = _tensor_problem(item, seen)
+            problem = _tensor_problem(item, where, spans)
             if problem:
                 return f"{where} {problem}"
         elif isinstance(item, dict | list | tuple):
@@ -120,23 +122,28 @@ def contents_problem(value: Any) -> str | None:
             for key, child in pairs:
                 if torch.is_tensor(child) or isinstance(child, dict | list | tuple):
                     stack.append((child, depth + 1, f"{where}[{brief(key)}]"[:300]))
+    for found in spans.values():
+        found.sort()
+        for (_, end, first), (start, _, second) in zip(found, found[1:], strict=False):
+            if start < end:
+                return f"{second} overlaps {first} on one storage: a storage used twice"
     return None
 
 
-def _tensor_problem(tensor: torch.Tensor, seen: set[int]) -> str | None:
+def _tensor_problem(
+    tensor: torch.Tensor, where: str, spans: dict[int, list[tuple[int, int, str]]]
+) -> str | None:
     if tensor.layout != torch.strided or tensor.is_quantized or tensor.is_nested:
         return f"is a {tensor.layout} tensor; a checkpoint holds dense tensors only"
-    storage = tensor.untyped_storage()
     nbytes = tensor.numel() * tensor.element_size()
-    if not tensor.is_contiguous() or tensor.storage_offset() != 0 or storage.nbytes() != nbytes:
+    storage = tensor.untyped_storage()
+    start = tensor.storage_offset() * tensor.element_size()
+    if not tensor.is_contiguous() or start + nbytes > storage.nbytes():
         return (
             f"is a view (shape {tuple(tensor.shape)}, strides {tuple(tensor.stride())}, "
             f"offset {tensor.storage_offset()}) of a storage of {storage.nbytes()} bytes: "
-            "every tensor must be contiguous and fill its own storage"
+            "every tensor must be contiguous, each element its own bytes"
         )
     if nbytes:
-        key = storage.data_ptr()
-        if key in seen:
-            return "shares its storage with another tensor"
-        seen.add(key)
+        spans.setdefault(storage.data_ptr(), []).append((start, start + nbytes, where))
     return None

@@ -128,13 +128,21 @@ _SCALARS = (bool, int, float, str)
 
 
 def to_plain(value: Any, where: str = "checkpoint") -> Any:
-    """``value`` as format-2 data: tensors (detached) and plain containers and scalars.
+    """``value`` as format-2 data: tensors (detached; a view copied into a storage of its
+    own) and plain containers and scalars.
 
     NumPy arrays become tensors (unsigned integers wider than 8 bits as int64), NumPy
     scalars and enums their plain values, mappings dicts, tuples tuples. Anything else is
     a ``TypeError`` naming where it sits (``where`` is the path so far)."""
     if isinstance(value, torch.Tensor):
-        return value.detach()
+        value = value.detach()
+        if (
+            value.storage_offset()
+            or not value.is_contiguous()
+            or (value.untyped_storage().nbytes() != value.numel() * value.element_size())
+        ):  # a view (cuDNN's flat LSTM weights...): its own storage, as the loader prefers
+            value = value.clone(memory_format=torch.contiguous_format)
+        return value
     if value is None:
         return None
     if isinstance(value, enum.Enum):

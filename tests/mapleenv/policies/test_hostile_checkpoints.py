@@ -19,6 +19,7 @@ from hostile_files import HOSTILE, build
 from mapleenv.opponents import make_opponent
 from mapleenv.policies import CheckpointError, load_checkpoint, read_snapshot
 from mapleenv.policies.bounds import brief
+from trainer.checkpoint import save_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "models" / "attention_ppo_gen9random.pt"
@@ -78,8 +79,27 @@ def test_a_shared_storage_is_refused(tmp_path: Path):
     weight = ckpt["model"]["trunk.encoder.0.weight"]
     ckpt["optimizer"] = {"copies": [weight] * 1000}  # one storage, 1000 tensors
     torch.save(ckpt, tmp_path / "shared.pt")
-    with pytest.raises(CheckpointError, match="shares its storage with another tensor"):
+    with pytest.raises(CheckpointError, match="on one storage: a storage used twice"):
         load_checkpoint(tmp_path / "shared.pt")
+
+
+def test_contiguous_views_that_do_not_overlap_load(tmp_path: Path):
+    """cuDNN's flat LSTM weights (older GPU runs' files): parameters as views into one
+    buffer, each at its own offset. Maple's writer now copies views into storages of their
+    own; such files still load."""
+    ckpt = load_checkpoint(write_tiny_checkpoint(tmp_path / "tiny.pt"))
+    flat = torch.cat([w.reshape(-1) for w in ckpt["model"].values()])
+    offset = 0
+    for key, weight in ckpt["model"].items():
+        ckpt["model"][key] = flat[offset : offset + weight.numel()].view(weight.shape)
+        offset += weight.numel()
+    torch.save(ckpt, tmp_path / "flat.pt")
+    assert read_snapshot(tmp_path / "flat.pt")["model"].keys() == ckpt["model"].keys()
+    ckpt.pop("format_version")
+    copied = load_checkpoint(save_checkpoint(tmp_path / "copied.pt", ckpt))["model"]
+    for weight in copied.values():  # written back: each at offset 0 of its own storage
+        assert weight.storage_offset() == 0
+        assert weight.untyped_storage().nbytes() == weight.numel() * weight.element_size()
 
 
 def _cli(tmp_path: Path, *args: str) -> tuple[int, str, int]:
