@@ -24,6 +24,8 @@ with :func:`mapleenv.opponents.register_opponent`):
 
 * ``policy:<checkpoint>`` -- the checkpoint's policy, sampling its actions;
 * ``policy_greedy:<checkpoint>`` -- the same, playing the argmax;
+* ``policy_search:<checkpoint>`` -- the same, its picks re-decided by decision-time search
+  with the default settings (1 s a decision; :mod:`mapleenv.search`, docs/search.md);
 * ``self`` -- self-play: a pool of snapshots pushed by the trainer through
   ``envs.call("call_opponent", "sync_pool", ...)`` (:meth:`PolicyOpponent.sync_pool`);
   one snapshot is drawn per battle (uniformly, or by the weights the trainer pushes; seeded)
@@ -122,6 +124,7 @@ class PolicyOpponent(Player):
         seed: int | None = None,
         name: str = "policy",
         mask_futile: bool = False,
+        searcher: Any = None,
         **player_kwargs: Any,
     ):
         import torch
@@ -143,6 +146,8 @@ class PolicyOpponent(Player):
         self._warned_empty = False
         self.weights: dict[int, float] = {}  # snapshot id -> draw weight (default 1)
         self.decisions = 0  # decisions made by a policy network (not random fallbacks)
+        # a mapleenv.search.Searcher: the policy's picks re-decided by decision-time search
+        self.searcher = searcher
 
     # -- pool management (called through ``envs.call("call_opponent", ...)``)
     def sync_pool(
@@ -249,11 +254,13 @@ class PolicyOpponent(Player):
                 state,
                 torch.tensor([1.0 if start else 0.0]),
             )
+            probs = torch.softmax(logits[0].float(), dim=-1)
             if self.sample:
-                probs = torch.softmax(logits[0].float(), dim=-1)
                 action = int(torch.multinomial(probs, 1, generator=self._generator))
             else:
                 action = int(torch.argmax(logits[0]))
+        if self.searcher is not None:
+            action = self._searched(battle, legal, probs.numpy(), action)
         self._states[tag] = (policy, state)
         self._states.move_to_end(tag)
         self.decisions += 1
@@ -262,6 +269,15 @@ class PolicyOpponent(Player):
             logger.warning("%s chose illegal action %d; playing a random move", self.name, action)
             return self.choose_random_move(battle)
         return order
+
+    def _searched(
+        self, battle: AbstractBattle, legal: dict[int, BattleOrder], probs: np.ndarray, pick: int
+    ) -> int:
+        """The policy's pick re-decided by the searcher (docs/search.md)."""
+        from mapleenv.search import Decision, decision_view
+
+        decision = Decision(decision_view(battle, legal), probs, pick)
+        return int(self.searcher.choose([decision])[0])
 
     def teampreview(self, battle: AbstractBattle) -> str:
         """As the agent does: its team in the given order (not a policy decision)."""
@@ -272,7 +288,7 @@ class PolicyOpponent(Player):
         self._states.clear()
 
 
-POLICY_PREFIXES = ("policy", "policy_greedy")
+POLICY_PREFIXES = ("policy", "policy_greedy", "policy_search")
 
 
 def check_policy_files(opponent: str | Mapping[str, Any]) -> None:
@@ -295,7 +311,7 @@ def _set_worker_threads() -> None:
     torch.set_num_threads(1)
 
 
-def _policy_factory(sample: bool) -> Callable[..., PolicyOpponent]:
+def _policy_factory(sample: bool, search: bool = False) -> Callable[..., PolicyOpponent]:
     def factory(
         argument: str, *, battle_format: str, seed: int | None = None, **kwargs: Any
     ) -> PolicyOpponent:
@@ -305,13 +321,19 @@ def _policy_factory(sample: bool) -> Callable[..., PolicyOpponent]:
         from mapleenv.policies import read_snapshot
 
         policy = FrozenPolicy.from_snapshot(read_snapshot(argument))
-        prefix = "policy" if sample else "policy_greedy"
+        prefix = "policy_search" if search else "policy" if sample else "policy_greedy"
+        searcher = None
+        if search:
+            from mapleenv.search import SearchConfig, Searcher
+
+            searcher = Searcher(SearchConfig(seed=(seed or 0) % 2**32))
         return PolicyOpponent(
             [policy],
             sample=sample,
             seed=seed,
             name=f"{prefix}:{argument}",
             battle_format=battle_format,
+            searcher=searcher,
             **kwargs,
         )
 
@@ -331,4 +353,5 @@ def _self_factory(
 
 register_opponent("policy", _policy_factory(sample=True))
 register_opponent("policy_greedy", _policy_factory(sample=False))
+register_opponent("policy_search", _policy_factory(sample=True, search=True))
 register_opponent("self", _self_factory)

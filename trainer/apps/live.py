@@ -170,6 +170,7 @@ def build_player(
         [policy],
         sample=cfg.sample,
         mask_futile=mask_futile,
+        searcher=_searcher(cfg),
         seed=cfg.seed,
         name=cfg.username or DEFAULT_USERNAME,
         on_result=on_result,
@@ -181,6 +182,15 @@ def build_player(
         max_concurrent_battles=cfg.max_concurrent_battles,
         log_level=logging.WARNING,
     )
+
+
+def _searcher(cfg: PlayConfig) -> Any:
+    """A ``mapleenv.search.Searcher`` when ``search.enabled`` (docs/search.md), else None."""
+    if not cfg.search.enabled:
+        return None
+    from mapleenv.search import Searcher
+
+    return Searcher(cfg.search)
 
 
 def wait_logged_in(

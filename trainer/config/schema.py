@@ -302,6 +302,7 @@ class PlayConfig:
     output: str | None = None  # JSON path; default <hydra run dir>/play.json
     # modules imported first (a plugin's encoder); the checkpoint's env.plugins never are
     plugins: list[str] = field(default_factory=list)
+    search: SearchSettings = field(default_factory=SearchSettings)
 
 
 def register_configs() -> None:

@@ -1,0 +1,54 @@
+"""Evaluation with decision-time search: the shipped agent's picks re-decided by search,
+what search did recorded per opponent, and ``policy_search:`` opponents that search too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder
+from mapleenv.search import SearchConfig
+from trainer.evaluation import evaluate_policy
+
+pytestmark = pytest.mark.integration
+
+CHECKPOINT = Path(__file__).resolve().parents[3] / "models" / "attention_ppo_gen9random.pt"
+
+
+def test_searched_evaluation_records_what_search_did() -> None:
+    checkpoint = load_checkpoint(CHECKPOINT)
+    policy = policy_from_snapshot(checkpoint)
+    (result,) = evaluate_policy(
+        policy,
+        ["max_power"],
+        2,
+        encoder=snapshot_encoder(checkpoint),
+        num_envs=2,
+        backend="direct",
+        max_turns=8,
+        search=SearchConfig(time_ms=None, sims=20, worlds=1, confident=1.0),
+    )
+    assert result.battles == 2
+    stats = result.to_dict()["search"]
+    # every decision with two or more choices was searched (confident=1.0 skips none)
+    assert 0 < stats["searched"] <= stats["decisions"]
+    assert stats["mean_sims"] == 20
+    assert stats["fallbacks"] == 0
+    assert 0 <= stats["overridden"] <= stats["searched"]
+
+
+def test_a_policy_search_opponent_plays_whole_battles() -> None:
+    checkpoint = load_checkpoint(CHECKPOINT)
+    policy = policy_from_snapshot(checkpoint)
+    (result,) = evaluate_policy(
+        policy,
+        [f"policy_search:{CHECKPOINT}"],
+        1,
+        encoder=snapshot_encoder(checkpoint),
+        num_envs=1,
+        backend="direct",
+        max_turns=6,  # a few searched decisions are enough (a truncated battle counts)
+    )
+    assert result.battles == 1 and "search" not in result.to_dict()
+    assert 0 < result.mean_turns <= 6
