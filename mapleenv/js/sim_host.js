@@ -9,9 +9,10 @@
  *   `7 >start {"formatid":"gen9randombattle","seed":[1,2,3,4]}`
  *   `7 >player p1 {"name":"Maple"}`   `7 >p1 move 1`   `7 >p2 switch 3`
  * and `<battle id> destroy` to drop a battle. Lines are handled in order, synchronously.
- * `<battle id> dumpstate p1|p2` answers `<battle id>\nstate\n{"state", "truth"}\n\n`: the
- * battle's tracked fields from that seat and the other seat's true sets (search fidelity
- * checks, mapleenv/js/search/fields.js).
+ * `<battle id> dumpstate p1|p2` answers `<battle id>\nstate\n{"state", "truth", "eval"}\n\n`:
+ * the battle's tracked fields from that seat, the other seat's true sets and the search's
+ * hand evaluation of the position for that seat (search fidelity and evaluation checks,
+ * mapleenv/js/search/fields.js, game.js).
  *
  * Output: frames separated by a blank line (simulator messages never contain "\n\n"):
  *   `<battle id>\n<simulator message>\n\n` for every message the simulator emits
@@ -57,6 +58,7 @@ function parseArgs(argv) {
 }
 
 const {summarize} = require('./search/fields');
+const {evaluate} = require('./search/game');
 const opts = parseArgs(process.argv.slice(2));
 const Sim = loadSim(opts.showdownDir);
 
@@ -119,7 +121,8 @@ class Client {
     if (!hosted || !hosted.battle) throw new Error(`no battle ${id}`);
     const battle = hosted.battle;
     const truth = battle.sides[1 - seat].pokemon.map(mon => mon.set);
-    const state = JSON.stringify({state: summarize(battle, seat), truth});
+    const state = JSON.stringify({state: summarize(battle, seat), truth,
+      eval: evaluate(battle, seat)});
     this.out.push(`${id}\nstate\n${state}\n\n`);
   }
   drop(id) {

@@ -38,13 +38,19 @@ def compare(truth: dict[str, Any], built: dict[str, Any]) -> list[str]:
     return [k for k, v in flat_truth.items() if not _same(k, v, flat_built.get(k))]
 
 
-def true_state(env: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The simulator's own state of a direct-backend ``PokemonEnv``'s battle, from the
-    agent's seat, and the opponent's true sets."""
+def dump_state(env: Any) -> dict[str, Any]:
+    """The simulator host's ``dumpstate`` of a direct-backend ``PokemonEnv``'s battle from
+    the agent's seat: ``state`` (tracked fields), ``truth`` (the opponent's sets), ``eval``
+    (the hand evaluation)."""
     backend = env._backend
-    session = backend.session
-    replies = backend.host.send(session.battle_id, [f"dumpstate {env.battle.player_role}"])
-    data = json.loads(next(d for kind, d in replies if kind == "state"))
+    replies = backend.host.send(backend.session.battle_id, [f"dumpstate {env.battle.player_role}"])
+    return json.loads(next(d for kind, d in replies if kind == "state"))
+
+
+def true_state(env: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The simulator's own state of the env's battle from the agent's seat, and the
+    opponent's true sets."""
+    data = dump_state(env)
     return data["state"], data["truth"]
 
 

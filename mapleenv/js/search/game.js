@@ -39,10 +39,12 @@ function sideScore(side) {
   return score;
 }
 
-/** The position for p1 in [-1, 1]: +-1 when the battle is over. */
-function evaluate(battle) {
-  if (battle.ended) return battle.winner === 'p1' ? 1 : battle.winner === 'p2' ? -1 : 0;
-  const diff = sideScore(battle.sides[0]) - sideScore(battle.sides[1]);
+/** The position for side `seat` (0: p1) in [-1, 1]: +-1 when the battle is over. */
+function evaluate(battle, seat = 0) {
+  const me = battle.sides[seat];
+  const foe = battle.sides[1 - seat];
+  if (battle.ended) return battle.winner === me.name ? 1 : battle.winner ? -1 : 0;
+  const diff = sideScore(me) - sideScore(foe);
   return Math.max(-0.99, Math.min(0.99, diff / 6));
 }
 

@@ -1,0 +1,113 @@
+"""How well each leaf evaluation ranks positions by outcome: the shipped agent plays
+direct battles; at each of its decisions the network's value and the search's hand
+evaluation (``mapleenv/js/search/game.js``) of the true position are recorded, and each is
+rank-correlated (Spearman) with the battle's result (+1 won, -1 lost).
+
+    python scripts/search_eval_rank.py --battles 60 --opponent heuristic
+
+Prints one JSON line: decisions, battles, the two correlations overall and by phase of the
+battle (turns 1-10, 11-20, 21+). Search trusts an evaluation only as far as it ranks well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mapleenv.env import PokemonEnv
+from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder
+from mapleenv.search.fidelity import dump_state
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def spearman(x: list[float], y: list[float]) -> float:
+    """Spearman's rank correlation (average ranks for ties)."""
+
+    def ranks(v: list[float]) -> np.ndarray:
+        values = np.asarray(v, dtype=float)
+        order = values.argsort(kind="stable")
+        r = np.empty(len(values))
+        r[order] = np.arange(len(values))
+        for value in np.unique(values):  # ties share their mean rank
+            tied = values == value
+            r[tied] = r[tied].mean()
+        return r
+
+    if len(x) < 3:
+        return float("nan")
+    return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
+
+
+def play(args: argparse.Namespace) -> list[tuple[int, float, float, float]]:
+    """(turn, value, hand evaluation, outcome) per agent decision."""
+    checkpoint = load_checkpoint(args.checkpoint)
+    policy = policy_from_snapshot(checkpoint).eval()
+    env = PokemonEnv(
+        "gen9randombattle",
+        opponent=args.opponent,
+        encoder=snapshot_encoder(checkpoint),
+        backend="direct",
+        seed=args.seed,
+    )
+    rows = []
+    generator = torch.Generator().manual_seed(args.seed)
+    try:
+        for episode in range(args.battles):
+            obs, _ = env.reset(seed=args.seed + episode)
+            hidden, start, battle_rows = policy.initial_state(1), 1.0, []
+            while True:
+                with torch.inference_mode():
+                    logits, value, hidden = policy(
+                        torch.from_numpy(obs["observation"])[None],
+                        torch.from_numpy(obs["action_mask"]).bool()[None],
+                        hidden,
+                        torch.tensor([start]),
+                    )
+                start = 0.0
+                hand = dump_state(env)["eval"]
+                battle_rows.append((env.battle.turn, float(value.reshape(-1)[0]), float(hand)))
+                probs = torch.softmax(logits[0].float(), dim=-1)
+                action = int(torch.multinomial(probs, 1, generator=generator))
+                obs, _, terminated, truncated, info = env.step(action)
+                if terminated or truncated:
+                    outcome = 1.0 if info.get("won") else -1.0
+                    rows += [(t, v, h, outcome) for t, v, h in battle_rows]
+                    break
+    finally:
+        env.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", default=str(ROOT / "models/attention_ppo_gen9random.pt"))
+    parser.add_argument("--battles", type=int, default=60)
+    parser.add_argument("--opponent", default="heuristic")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rows = play(args)
+    report: dict = {"decisions": len(rows), "battles": args.battles, "opponent": args.opponent}
+    phases = {
+        "all": (0, 10**9),
+        "turns 1-10": (0, 10),
+        "turns 11-20": (11, 20),
+        "turns 21+": (21, 10**9),
+    }
+    for name, (low, high) in phases.items():
+        part = [r for r in rows if low <= r[0] <= high]
+        outcome = [r[3] for r in part]
+        report[name] = {
+            "decisions": len(part),
+            "value": round(spearman([r[1] for r in part], outcome), 3),
+            "hand": round(spearman([r[2] for r in part], outcome), 3),
+        }
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
