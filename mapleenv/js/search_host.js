@@ -10,7 +10,8 @@
  *    "worlds": K, "sims": N | null, "time_ms": T | null, "seed": S, "uniform": u,
  *    "iterations": R, "truth": [sets] | null}
  *     -> {"id": 1, "q": [score per own choice, null where no world allowed it],
- *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t}
+ *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t,
+ *         "build_ms": time spent building the worlds}
  *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null}
  *     -> {"id": 2, "state": {tracked fields of the built world}}   (fidelity checks)
  *   {"id": 3, "cmd": "warm", "format": F} -> {"id": 3, "ms": t}: loads the format's data and
@@ -88,11 +89,16 @@ function search(req) {
   if (!req.own.length) return {q: [], ours: [], sims: 0, worlds: 0, ms: elapsed()};
   const worlds = [];
   let sims = 0;
+  let buildMs = 0;
   const exhausted = () => sims >= maxSims || elapsed() >= maxMs;
   const complete = [];
   for (let pass = 0; pass < 1000 && !exhausted(); pass++) {
     for (let k = 0; k < K && !exhausted(); k++) {
-      if (pass === 0) worlds.push(makeWorld(req, k));
+      if (pass === 0) {
+        const before = elapsed();
+        worlds.push(makeWorld(req, k));
+        buildMs += elapsed() - before;
+      }
       const world = worlds[k];
       let done = true;
       for (let a = 0; a < req.own.length && done; a++) {
@@ -116,7 +122,9 @@ function search(req) {
       if (pass === 0 && done) complete.push(k);
     }
   }
-  return answer(req, worlds.filter((w, k) => complete.includes(k)), sims, elapsed());
+  const reply = answer(req, worlds.filter((w, k) => complete.includes(k)), sims, elapsed());
+  reply.build_ms = buildMs;
+  return reply;
 }
 
 function answer(req, worlds, sims, ms) {

@@ -70,6 +70,7 @@ class SearchStats:
     searched: int = 0
     overridden: int = 0
     search_ms: float = 0.0
+    build_ms: float = 0.0
     sims: int = 0
     fallbacks: int = 0
 
@@ -81,6 +82,7 @@ class SearchStats:
             "overridden": self.overridden,
             "override_rate": round(self.overridden / max(1, self.decisions), 4),
             "mean_search_ms": round(self.search_ms / searched, 1),
+            "mean_build_ms": round(self.build_ms / searched, 1),
             "mean_sims": round(self.sims / searched, 1),
             "fallbacks": self.fallbacks,
         }
@@ -201,6 +203,7 @@ class Searcher:
             self.stats.searched += 1
             self.stats.sims += int(reply.get("sims", 0))
             self.stats.search_ms += float(reply.get("ms", 0.0))
+            self.stats.build_ms += float(reply.get("build_ms", 0.0))
             best = combine(decisions[i].probs, actions, reply["q"], self.config.temperature)
             if best is not None and best != chosen[i]:
                 chosen[i] = best

@@ -1,0 +1,86 @@
+"""Where a searched decision's time goes: mid-battle decisions of direct battles (random
+legal play) searched by one search host at each time budget; per budget the median
+simulated turns per decision, the time building worlds, and the time per simulated turn.
+
+    python scripts/bench_search.py --decisions 40 --budgets 100,300,1000
+
+Prints one JSON line per budget. Measure on a quiet box; the host is warmed up first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+
+from mapleenv.actions import legal_actions
+from mapleenv.env import PokemonEnv
+from mapleenv.measure import machine_info
+from mapleenv.search import SearchHost, decision_view
+
+
+def decisions(count: int, seed: int) -> list[dict]:
+    """Views of ``count`` searchable decisions (turn 3 on, no forced switch)."""
+    rng = random.Random(seed)
+    env = PokemonEnv("gen9randombattle", opponent="heuristic", backend="direct", seed=seed)
+    views: list[dict] = []
+    try:
+        episode = 0
+        while len(views) < count:
+            env.reset(seed=seed + episode)
+            episode += 1
+            while len(views) < count:
+                legal = legal_actions(env.battle)
+                view = decision_view(env.battle, legal)
+                if env.battle.turn >= 3 and len(legal) > 1 and not view["force_switch"]:
+                    views.append(view)
+                _, _, terminated, truncated, _ = env.step(rng.choice(list(legal)))
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
+    return views
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--decisions", type=int, default=40)
+    parser.add_argument("--budgets", default="100,300,1000", help="ms per decision")
+    parser.add_argument("--worlds", type=int, default=3)
+    parser.add_argument("--max-actions", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    views = decisions(args.decisions, args.seed)
+    with SearchHost() as host:
+        host.request("warm", format=views[0]["format"])
+        for budget in [float(b) for b in args.budgets.split(",")]:
+            rows = []
+            for i, view in enumerate(views):
+                own = list(view["choices"].values())[: args.max_actions]
+                world = {k: v for k, v in view.items() if k != "choices"}
+                rows.append(
+                    host.request(
+                        "search", view=world, own=own, worlds=args.worlds, time_ms=budget, seed=i
+                    )
+                )
+            sim_ms = [(r["ms"] - r["build_ms"]) / r["sims"] for r in rows if r["sims"]]
+            print(
+                json.dumps(
+                    {
+                        "budget_ms": budget,
+                        "decisions": len(rows),
+                        "worlds": args.worlds,
+                        "median_ms": round(statistics.median(r["ms"] for r in rows), 1),
+                        "median_sims": statistics.median(r["sims"] for r in rows),
+                        "median_worlds_done": statistics.median(r["worlds"] for r in rows),
+                        "median_build_ms": round(statistics.median(r["build_ms"] for r in rows), 1),
+                        "median_ms_per_sim": round(statistics.median(sim_ms), 2),
+                        "machine": machine_info(),
+                    }
+                )
+            )
+
+
+if __name__ == "__main__":
+    main()
