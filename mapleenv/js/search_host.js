@@ -88,26 +88,18 @@ function search(req) {
   const K = Math.max(1, req.worlds || 1);
   if (!req.own.length) return {q: [], ours: [], sims: 0, worlds: 0, ms: elapsed()};
   const worlds = [];
+  for (let k = 0; k < K && elapsed() < maxMs; k++) worlds.push(makeWorld(req, k));
+  const buildMs = elapsed();
   let sims = 0;
-  let buildMs = 0;
   const exhausted = () => sims >= maxSims || elapsed() >= maxMs;
-  const complete = [];
-  for (let pass = 0; pass < 1000 && !exhausted(); pass++) {
-    for (let k = 0; k < K && !exhausted(); k++) {
-      if (pass === 0) {
-        const before = elapsed();
-        worlds.push(makeWorld(req, k));
-        buildMs += elapsed() - before;
-      }
-      const world = worlds[k];
-      let done = true;
-      for (let a = 0; a < req.own.length && done; a++) {
-        if (world.refused.has(a)) continue;
-        for (let b = 0; b < world.foe.length; b++) {
-          if (exhausted()) {
-            done = false;
-            break;
-          }
+  // Row by row (own choice, likeliest first) through every world, pass after pass: an
+  // exhausted budget leaves whole rows, the policy's pick first among them.
+  for (let pass = 0; pass < 1000 && !exhausted() && worlds.length; pass++) {
+    for (let a = 0; a < req.own.length && !exhausted(); a++) {
+      for (let k = 0; k < worlds.length && !exhausted(); k++) {
+        const world = worlds[k];
+        for (let b = 0; b < world.foe.length && !world.refused.has(a); b++) {
+          if (exhausted()) break;
           const value = playPair(Sim, world.snapshot, req.own[a], world.foe[b],
             seedOf(req.seed, pass, k, a, b, 3));
           sims++;
@@ -119,16 +111,17 @@ function search(req) {
           world.count[a][b]++;
         }
       }
-      if (pass === 0 && done) complete.push(k);
     }
   }
-  const reply = answer(req, worlds.filter((w, k) => complete.includes(k)), sims, elapsed());
+  const reply = answer(req, worlds, sims, elapsed());
   reply.build_ms = buildMs;
   return reply;
 }
 
+/** Scores of the own choices every world played through against every reply. */
 function answer(req, worlds, sims, ms) {
-  const rows = req.own.map((c, a) => a).filter(a => worlds.every(w => !w.refused.has(a)));
+  const rows = req.own.map((c, a) => a).filter(a => worlds.length && worlds.every(
+    w => !w.refused.has(a) && w.count[a].every(n => n > 0)));
   if (!worlds.length || !rows.length) return {q: req.own.map(() => null), sims, worlds: 0, ms};
   const matrices = worlds.map(w => rows.map(a => Array.from(w.sum[a], (s, b) => s / w.count[a][b])));
   const {ours, theirs} = solve(matrices, req.iterations || 200);

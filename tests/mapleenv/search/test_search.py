@@ -75,10 +75,11 @@ def test_the_time_budget_is_kept() -> None:
         own = list(decision.view["choices"].values())
         for budget in (50, 300):
             reply = host.request("search", view=view, own=own, worlds=3, time_ms=budget, seed=1)
-            # the budget is checked before every simulated turn: one turn's overshoot at most
-            assert reply["ms"] < budget + 150, reply
-            assert reply["sims"] >= 1
+            # checked before every world built and turn simulated: one of those at most
+            # over (a search that ignored it would play 1000 passes: seconds to minutes)
+            assert reply["ms"] < budget + 400, reply
             assert len(reply["q"]) == len(own)
+            assert all(q is None or -1 <= q <= 1 for q in reply["q"])
 
 
 def test_a_dead_search_host_falls_back_to_the_policy_with_one_warning(
