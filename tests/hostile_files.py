@@ -82,7 +82,7 @@ def _model(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     return lambda ckpt: ckpt["policy"]["model"].__setitem__(key, value)
 
 
-# an MLP of 1 GB of float32 (the file holds no weights: the spec alone is refused)
+# an MLP of 822M parameters, 3.3 GB of float32 (no weights: the spec alone is refused)
 _HUGE_SPEC = {
     "obs_dim": 1000,
     "n_actions": 26,
@@ -95,7 +95,7 @@ HOSTILE: dict[str, tuple[Callable[[Path], Path], str]] = {
         lambda p: stride0(p, [4096, 4096]),
         "every tensor must be contiguous, each element its own bytes",
     ),
-    "network_of_1gb": (
+    "spec_of_3gb": (
         lambda p: spoiled(p, _top("policy", {**_HUGE_SPEC})),
         "more than the 100000000 allowed",
     ),

@@ -44,8 +44,8 @@ class RefusalWatch(logging.Handler):
     popup (``Popup message received: |popup|...``); ``fatal`` the first reason to stop at
     once: the name taken or refused (``|nametaken|``), a login that failed (an error while
     handling ``|challstr|``), :data:`MAX_HANDLER_ERRORS` messages that could not be
-    handled (a server sending garbage), or the error that ended the connection (a frame
-    over the size limit)."""
+    handled (a server sending garbage). ``ended`` is the error that ended the connection
+    (refused, a frame over the size limit), for the line that says it."""
 
     def __init__(self, max_errors: int = MAX_HANDLER_ERRORS) -> None:
         super().__init__(logging.DEBUG)
@@ -54,6 +54,7 @@ class RefusalWatch(logging.Handler):
         self.errors = 0
         self.max_errors = max_errors
         self.first_error: str | None = None
+        self.ended: str | None = None  # the error that ended the connection, if one did
         self.explained: list[BaseException] = []  # errors the fatal line already says
 
     def _explain(self, record: logging.LogRecord) -> None:
@@ -83,14 +84,12 @@ class RefusalWatch(logging.Handler):
         elif message.startswith(_HANDLER_ERROR):
             self._handler_error(message.partition("\n")[2], record)
         elif record.exc_info and record.msg is record.exc_info[1]:
-            # poke-env's listen() logging the error that ended the connection (a frame
-            # over the size limit...): the fatal line says it; the traceback, play.log
+            # poke-env's listen() logging the error that ended the connection (refused, a
+            # frame over the size limit...): the error line says it; the traceback, play.log
             self._explain(record)
-            if self.fatal is None:
-                error = record.exc_info[1]
-                self.fatal = f"the connection ended: {type(error).__name__}: " + printable(
-                    error, max_len=300
-                )
+            error = record.exc_info[1]
+            if self.ended is None:
+                self.ended = f"{type(error).__name__}: {printable(error, max_len=300)}"
 
     def _handler_error(self, received: str, record: logging.LogRecord) -> None:
         self.errors += 1

@@ -205,7 +205,12 @@ def wait_logged_in(
         if watch is not None and watch.fatal is not None:
             raise PlayError(f"{client.websocket_url}: {watch.fatal}")
         if player.listen_future.done():
-            raise PlayError(f"could not connect to {client.websocket_url} (see the error above)")
+            why = (
+                f": {watch.ended}"
+                if watch is not None and watch.ended
+                else " (see the error above)"
+            )
+            raise PlayError(f"could not connect to {client.websocket_url}{why}")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise PlayError(

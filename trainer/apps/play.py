@@ -258,7 +258,8 @@ def _wait_for(mode_future: Future[Any], player: Any, watch: RefusalWatch, url: s
             if watch.refusal is not None:
                 raise PlayError(f"the server refused: {watch.refusal}") from None
             if player.listen_future.done():
-                raise PlayError(f"lost the connection to {url}") from None
+                why = f": {watch.ended}" if watch.ended else ""
+                raise PlayError(f"lost the connection to {url}{why}") from None
 
 
 def _write_results(
