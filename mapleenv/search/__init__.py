@@ -3,7 +3,7 @@ one-turn simultaneous-move game per world, its scores combined with the policy's
 (docs/search.md)."""
 
 from mapleenv.search.decide import Decision, SearchConfig, Searcher, SearchStats
-from mapleenv.search.host import SearchHost, SearchHostError
+from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 from mapleenv.search.view import battle_view, decision_view
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "SearchConfig",
     "SearchHost",
     "SearchHostError",
+    "SearchRefused",
     "SearchStats",
     "Searcher",
     "battle_view",

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from mapleenv.search.host import SearchHost, SearchHostError
+from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ class SearchStats:
     search_ms: float = 0.0
     build_ms: float = 0.0
     sims: int = 0
+    refused: int = 0
     fallbacks: int = 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -84,6 +85,7 @@ class SearchStats:
             "mean_search_ms": round(self.search_ms / searched, 1),
             "mean_build_ms": round(self.build_ms / searched, 1),
             "mean_sims": round(self.sims / searched, 1),
+            "refused": self.refused,
             "fallbacks": self.fallbacks,
         }
 
@@ -199,7 +201,15 @@ class Searcher:
             host.submit("search", **self._request(d, actions))
             sent.append((host, i, actions))
         for host, i, actions in sent:
-            reply = host.collect()
+            try:
+                reply = host.collect()
+            except SearchRefused as exc:  # this decision is the policy's; search goes on
+                self.stats.refused += 1
+                if self.stats.refused == 1:
+                    logger.warning("%s (the policy's pick stands; later ones at debug)", exc)
+                else:
+                    logger.debug("%s", exc)
+                continue
             self.stats.searched += 1
             self.stats.sims += int(reply.get("sims", 0))
             self.stats.search_ms += float(reply.get("ms", 0.0))

@@ -26,6 +26,11 @@ class SearchHostError(RuntimeError):
     """The search host is missing, died, hung, or refused a request."""
 
 
+class SearchRefused(SearchHostError):
+    """The host answered a request with an error (a view it cannot build a world from):
+    that request failed, the host serves on."""
+
+
 class SearchHost:
     """One ``node search_host.js`` child; requests are answered one at a time, in order."""
 
@@ -78,7 +83,7 @@ class SearchHost:
             if reply.get("id") == self._next_id:
                 break
         if "error" in reply:
-            raise SearchHostError(f"search host refused {self._pending}: {reply['error']}")
+            raise SearchRefused(f"search host refused {self._pending}: {reply['error']}")
         return reply
 
     def _read_line(self) -> bytes:

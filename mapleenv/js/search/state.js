@@ -173,7 +173,13 @@ function buildWorld(Sim, gen, view, options = {}) {
   setSide(battle, p2, view.foe);
   setField(battle, view.field || {});
   battle.turn = Math.max(1, view.turn || 1);
-  battle.makeRequest('move');
+  try {
+    battle.makeRequest('move');
+  } catch (err) {
+    const state = battle.sides.map(side => `${side.id}: ${side.active[0].name} ` +
+      `${side.active[0].hp}/${side.active[0].maxhp} ${side.active[0].status}`).join(', ');
+    throw new Error(`cannot build a world (${state}): ${err.message}`);
+  }
   battle.log = [];
   battle.sentLogPos = 0;
   battle.inputLog = [];

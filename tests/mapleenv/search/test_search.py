@@ -101,3 +101,26 @@ def test_a_dead_search_host_falls_back_to_the_policy_with_one_warning(
     assert len(warnings) == 1
     assert "policy plays alone" in warnings[0].getMessage()
     assert searcher.stats.fallbacks == 1
+
+
+def test_a_view_the_host_cannot_build_leaves_that_decision_to_the_policy_and_search_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good, other = mid_battle_decisions(seed=9, count=2)
+    view = json.loads(json.dumps(other.view))
+    for mon in view["me"]["pokemon"]:
+        if mon["active"]:
+            mon["fainted"] = True  # a seat whose active Pokémon fainted has nothing to search
+    broken = Decision(view, other.probs, other.action)
+    searcher = Searcher(SearchConfig(time_ms=None, sims=20, worlds=1, confident=1.0))
+    try:
+        with caplog.at_level(logging.WARNING, logger="mapleenv.search.decide"):
+            picks = searcher.choose([broken, good])
+            searcher.choose([broken])
+    finally:
+        searcher.close()
+    assert picks[0] == broken.action
+    assert str(picks[1]) in good.view["choices"]
+    assert searcher.stats.refused == 2 and searcher.stats.searched == 1
+    assert searcher.stats.fallbacks == 0
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
