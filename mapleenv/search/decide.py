@@ -132,6 +132,24 @@ def needs_search(view: Mapping[str, Any], probs: np.ndarray, config: SearchConfi
     return float(max(probs[a] for a in legal)) < config.confident
 
 
+def _explain(
+    decision: Decision, actions: list[int], reply: dict[str, Any], best: int | None
+) -> str:
+    """One debug line: each candidate's choice, prior and score, and the pick."""
+    choices = decision.view["choices"]
+    parts = []
+    for action, q in zip(actions, reply["q"], strict=True):
+        choice = choices.get(action, choices.get(str(action)))
+        score = "-" if q is None else f"{q:+.3f}"
+        parts.append(f"{choice} p={decision.probs[action]:.2f} q={score}")
+    view = decision.view
+    return (
+        f"{view.get('battle_tag')} turn {view.get('turn')}: "
+        + "; ".join(parts)
+        + f" -> {choices.get(best, choices.get(str(best)))} ({reply.get('sims')} sims)"
+    )
+
+
 class Searcher:
     """Searches decisions on its own search hosts (started on first use, stopped by
     :meth:`close`); ``stats`` counts what it did."""
@@ -215,6 +233,8 @@ class Searcher:
             self.stats.search_ms += float(reply.get("ms", 0.0))
             self.stats.build_ms += float(reply.get("build_ms", 0.0))
             best = combine(decisions[i].probs, actions, reply["q"], self.config.temperature)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s", _explain(decisions[i], actions, reply, best))
             if best is not None and best != chosen[i]:
                 chosen[i] = best
                 self.stats.overridden += 1

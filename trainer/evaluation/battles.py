@@ -39,6 +39,7 @@ def play_battles(
     on_battle: Callable[[bool], None] | None = None,
     on_end: Callable[[dict[str, Any]], None] | None = None,
     searcher: Any = None,
+    outcomes: list[list[int]] | None = None,
 ) -> tuple[int, int, list[int]]:
     """Play ``battles`` counted battles on a SAME_STEP-autoreset vector env.
 
@@ -79,6 +80,8 @@ def play_battles(
                 continue
             quota[i] -= 1
             wins += bool(won)
+            if outcomes is not None:
+                outcomes[i].append(int(bool(won)))
             if i in battle_turns:
                 turns.append(int(battle_turns[i]))
             if on_end is not None and i in ends:
@@ -282,6 +285,7 @@ def _play_opponent(
     t0 = time.perf_counter()
     if searcher is not None:
         searcher.reset_stats()
+    outcomes: list[list[int]] = [[] for _ in range(envs.num_envs)]
     wins, played, turns = play_battles(
         policy,
         envs,
@@ -292,10 +296,12 @@ def _play_opponent(
         on_battle=on_battle,
         on_end=quality,
         searcher=searcher,
+        outcomes=outcomes,
     )
     mean_turns = float(np.mean(turns)) if turns else math.nan
     search = searcher.stats.as_dict() if searcher is not None else None
     result = OpponentResult(name, played, wins, mean_turns, quality.summary(), search)
+    result.outcomes = ["".join(str(o) for o in env) for env in outcomes]
     log.info(
         "vs %s: %d/%d won (%.1f%%) in %.0f s",
         name,

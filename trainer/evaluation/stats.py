@@ -32,6 +32,8 @@ class OpponentResult:
     mean_turns: float = math.nan
     quality: dict[str, Any] | None = None  # play-quality means (evaluation/quality.py)
     search: dict[str, Any] | None = None  # what decision-time search did (SearchStats)
+    # per env, its counted battles' results in order ("1": won): runs with one seed pair up
+    outcomes: list[str] | None = None
 
     @property
     def win_rate(self) -> float:
@@ -52,4 +54,5 @@ class OpponentResult:
             "mean_turns": self.mean_turns,
             **({"quality": self.quality} if self.quality is not None else {}),
             **({"search": self.search} if self.search is not None else {}),
+            **({"outcomes": self.outcomes} if self.outcomes is not None else {}),
         }
