@@ -100,8 +100,10 @@ function search(req) {
         const world = worlds[k];
         for (let b = 0; b < world.foe.length && !world.refused.has(a); b++) {
           if (exhausted()) break;
+          // common random numbers: every own choice meets reply b with the same seed, so
+          // their scores differ by the choice more than by damage rolls and crits
           const value = playPair(Sim, world.snapshot, req.own[a], world.foe[b],
-            seedOf(req.seed, pass, k, a, b, 3));
+            seedOf(req.seed, pass, k, b, 3));
           sims++;
           if (value === null) {
             world.refused.add(a);
