@@ -16,8 +16,9 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 HOST = "127.0.0.1"
 AUTH_URL = "https://play.pokemonshowdown.com/action.php?"
 MIN_NODE_MAJOR = 18
-SETUP_HINT = "run `make setup` (bash scripts/setup.sh)"
+SETUP_HINT = "run `maple-setup-sim` (in a checkout: `make setup`, bash scripts/setup.sh)"
 REPO_ROOT = Path(__file__).resolve().parents[2]
+SIM_SUBDIR = "showdown"  # <data dir>/showdown/node_modules/pokemon-showdown (maple-setup-sim)
 
 
 class ShowdownError(RuntimeError):
@@ -42,7 +43,10 @@ class ServerStartError(ShowdownError):
 def find_node() -> str:
     """Path of a Node.js 18+ executable on PATH, or :class:`NodeNotFoundError`."""
     node = shutil.which("node")
-    message = "Node.js 18+ not found on PATH; install Node, then run `make setup`"
+    message = (
+        "Node.js 18+ not found on PATH; install Node, then run `maple-setup-sim` "
+        "(in a checkout: `make setup`)"
+    )
     if node is None:
         raise NodeNotFoundError(message)
     try:
@@ -59,12 +63,28 @@ def _is_showdown_package(path: Path) -> bool:
     return (path / "pokemon-showdown").is_file() and (path / "dist" / "server").is_dir()
 
 
+def data_dir() -> Path:
+    """Maple's per-user data folder: ``$MAPLE_DATA_DIR``, else ``$XDG_DATA_HOME/maple``, else
+    ``~/.local/share/maple``; ``maple-setup-sim`` installs the simulator under it."""
+    override = os.environ.get("MAPLE_DATA_DIR")
+    if override:
+        return Path(override).expanduser().resolve()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share").expanduser() / "maple"
+
+
+def user_showdown_dir() -> Path:
+    """Where ``maple-setup-sim`` installs the npm package (it may not be there yet)."""
+    return data_dir() / SIM_SUBDIR / "node_modules" / "pokemon-showdown"
+
+
 def find_showdown() -> Path:
     """Locate the ``pokemon-showdown`` npm package.
 
     ``MAPLE_SHOWDOWN_DIR`` (the package directory) wins; otherwise
     ``node_modules/pokemon-showdown`` is searched in the repository root (relative to
-    this package) and in the current directory and its parents.
+    this package: a checkout), in the current directory and its parents, and last in
+    the user's data folder, where ``maple-setup-sim`` installs it (:func:`data_dir`).
     """
     override = os.environ.get("MAPLE_SHOWDOWN_DIR")
     if override:
@@ -86,9 +106,12 @@ def find_showdown() -> Path:
         candidate = root / "node_modules" / "pokemon-showdown"
         if _is_showdown_package(candidate):
             return candidate
+    user = user_showdown_dir()
+    if _is_showdown_package(user):
+        return user
     raise ShowdownNotInstalledError(
         f"pokemon-showdown npm package not found (looked for node_modules/pokemon-showdown "
-        f"in {roots[0]} and {cwd} and its parents); {SETUP_HINT}, "
+        f"in {roots[0]}, in {cwd} and its parents, and in {user.parent.parent}); {SETUP_HINT}, "
         "or set MAPLE_SHOWDOWN_DIR to the package directory"
     )
 
