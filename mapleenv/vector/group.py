@@ -2,18 +2,21 @@
 
 ``make_vector_env(n, ..., battles_per_worker=B)`` starts ``n / B`` worker processes instead
 of ``n``. Each runs a :class:`BattleGroup`: ``B`` :class:`~mapleenv.env.PokemonEnv` on one
-poke-env/torch start-up (one interpreter, one copy of the encoders, the opponents' policy
-code and the self-play pool's networks per worker), stepped one after the other for one
-message per vector step and worker. The group resets its own finished battles (the vector
-env's autoreset mode, per battle), so the worker's own ``AsyncVectorEnv`` runs with
-autoreset off.
+poke-env/torch start-up (one interpreter, one copy of the modules, the encoders' tables and
+the opponents' policy code per worker), one message per vector step and worker. The
+battles step in ``B`` threads: one waits for its simulator host (the GIL released) while
+another's Python runs, so a worker keeps its core busy; their Python work still shares one
+core, so give the workers the cores (``n / B`` about the cores left to env workers). The
+group resets its own finished battles (the vector env's autoreset mode, per battle), so
+the worker's own ``AsyncVectorEnv`` runs with autoreset off.
 
 :class:`GroupedVectorEnv` is what the caller gets: a Gymnasium ``VectorEnv`` of ``n`` envs,
 the same spaces, autoreset modes, ``infos`` (``final_obs``/``final_info`` with their ``_key``
 masks), ``call``/``set_attr`` per env, ``action_masks`` and ``replaced_workers`` (env
 indices) as with one battle per worker. Env ``i`` is battle ``i % B`` of worker ``i // B``
 and keeps the seed ``seed + i``. The observations' shared memory is ``[n / B, B, ...]``,
-the same bytes as ``[n, ...]``: the caller's arrays are views of it. A dead or hung worker
+the same bytes as ``[n, ...]`` (``observations`` are views of it; ``step`` and ``reset``
+return copies, as ``AsyncVectorEnv`` does). A dead or hung worker
 is replaced as before (:mod:`mapleenv.vector.heal`): its ``B`` battles end aborted.
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import gymnasium as gym
@@ -87,6 +91,15 @@ class BattleGroup(gym.Env):
         self.action_space = batch_space(single.action_space, self.size)
         self._obs = create_empty_array(single.observation_space, self.size)
         self._autoreset = np.zeros(self.size, dtype=np.bool_)
+        self._threads: ThreadPoolExecutor | None = None
+
+    def _map(self, function: Any, *iterables: Any) -> list[Any]:
+        """``function`` over the battles, one thread each (in order; the first error raises)."""
+        if len(self.envs) == 1:
+            return list(map(function, *iterables))
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(len(self.envs), thread_name_prefix="battle")
+        return list(self._threads.map(function, *iterables))
 
     def reset(
         self, *, seed: int | Sequence[int | None] | None = None, options: dict | None = None
@@ -95,34 +108,33 @@ class BattleGroup(gym.Env):
             seeds = [None if seed is None else seed + b for b in range(self.size)]
         else:
             seeds = list(seed)
-        results = [
-            env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds, strict=False)
-        ]
+        results = self._map(lambda env, s: env.reset(seed=s, options=options), self.envs, seeds)
         self._autoreset[:] = False
         obs = concatenate(self.single_observation_space, [o for o, _ in results], self._obs)
         return obs, {"battles": [info for _, info in results]}
 
+    def _step_one(self, b: int, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        env = self.envs[b]
+        if self._autoreset[b]:  # NEXT_STEP: this step is the reset
+            obs, info = env.reset()
+            reward, terminated, truncated = 0.0, False, False
+        else:
+            obs, reward, terminated, truncated, info = env.step(action)
+        done = bool(terminated or truncated)
+        if done and self.autoreset_mode == AutoresetMode.SAME_STEP:
+            reset_obs, reset_info = env.reset()
+            info = {"final_info": info, "final_obs": obs, **reset_info}
+            obs = reset_obs
+        self._autoreset[b] = done and self.autoreset_mode == AutoresetMode.NEXT_STEP
+        return obs, reward, terminated, truncated, info
+
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        size = self.size
-        rewards = np.zeros(size, dtype=np.float64)
-        terminated = np.zeros(size, dtype=np.bool_)
-        truncated = np.zeros(size, dtype=np.bool_)
-        observations, infos = [], []
-        for b, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
-            if self._autoreset[b]:  # NEXT_STEP: this step is the reset
-                obs, info = env.reset()
-            else:
-                obs, rewards[b], terminated[b], truncated[b], info = env.step(action)
-            done = bool(terminated[b] or truncated[b])
-            if done and self.autoreset_mode == AutoresetMode.SAME_STEP:
-                reset_obs, reset_info = env.reset()
-                info = {"final_info": info, "final_obs": obs, **reset_info}
-                obs = reset_obs
-            self._autoreset[b] = done and self.autoreset_mode == AutoresetMode.NEXT_STEP
-            observations.append(obs)
-            infos.append(info)
-        obs = concatenate(self.single_observation_space, observations, self._obs)
-        return obs, rewards, terminated, truncated, {"battles": infos}
+        results = self._map(self._step_one, range(self.size), list(actions))
+        obs = concatenate(self.single_observation_space, [r[0] for r in results], self._obs)
+        rewards = np.array([r[1] for r in results], dtype=np.float64)
+        terminated = np.array([r[2] for r in results], dtype=np.bool_)
+        truncated = np.array([r[3] for r in results], dtype=np.bool_)
+        return obs, rewards, terminated, truncated, {"battles": [r[4] for r in results]}
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name in ("envs", "size"):
@@ -145,6 +157,8 @@ class BattleGroup(gym.Env):
     def close(self) -> None:
         for env in self.envs:
             env.close()
+        if getattr(self, "_threads", None) is not None:
+            self._threads.shutdown()
 
 
 def group_abort_reply(
