@@ -8,17 +8,18 @@ import signal
 import sys
 from pathlib import Path
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import trainer.config  # noqa: F401  (registers the typed schemas)
 from mapleenv.vector import ShardFailedError  # plain import; Ray is imported only by shards
+from trainer.apps.hydra_app import conf_dir, run_app
 from trainer.config import ConfigError
 from trainer.envs.vector import EnvPoolFailed, EnvWorkerDied, EnvWorkersFailing, EnvWorkerStalled
 from trainer.run.checkpoint import CHECKPOINT_DIR, LAST, CheckpointError
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+CONF_DIR = str(conf_dir())  # the configs on disk (the package maple_conf), for compose in tests
+BAD_INPUT = (ConfigError, CheckpointError, FileNotFoundError)  # one line, exit code 2
 log = logging.getLogger("trainer")
 _MAIN_PID = os.getpid()
 
@@ -40,8 +41,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def _hydra_main(cfg: DictConfig) -> None:
+def _train(cfg: DictConfig) -> None:
     from trainer.run.train import train
 
     run_dir = HydraConfig.get().runtime.output_dir
@@ -49,9 +49,8 @@ def _hydra_main(cfg: DictConfig) -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         train(cfg, run_dir)
-    except (ConfigError, CheckpointError, FileNotFoundError) as exc:  # bad input: one line
-        log.error("%s", exc)
-        sys.exit(2)
+    except BAD_INPUT:
+        raise  # one line and exit code 2 (run_app)
     except (
         ShardFailedError,
         EnvWorkerDied,
@@ -90,13 +89,8 @@ def _is_showdown_error(exc: BaseException) -> bool:
 
 
 def main() -> None:
-    """Console-script entry point (``maple-train``)."""
-    from trainer.apps.pipes import quiet_closed_pipe
-    from trainer.cli_errors import one_line_config_errors
-
-    quiet_closed_pipe(sys.argv[1:])
-    one_line_config_errors("trainer")
-    _hydra_main()
+    """Console-script entry point (``maple-train``): Hydra app over ``conf/config.yaml``."""
+    run_app("config", "trainer", _train, bad_input=BAD_INPUT)
 
 
 if __name__ == "__main__":

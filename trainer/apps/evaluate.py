@@ -12,7 +12,6 @@ the plugins given here (``plugins=``) are imported, never those the checkpoint n
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,7 @@ from mapleenv.policies import (
     snapshot_encoder,
     snapshot_plugins,
 )
-from trainer.apps.pipes import quiet_closed_pipe
-from trainer.cli_errors import one_line_config_errors
+from trainer.apps.hydra_app import run_app
 from trainer.config import EvaluateConfig, PeriodicEvalConfig, checkpoint_mask_futile, team_path
 from trainer.evaluation import (
     OpponentResult,
@@ -161,26 +159,23 @@ def _warn_untrusted_plugins(cfg: EvaluateConfig, checkpoint: dict[str, Any]) -> 
 
 def main() -> None:
     """Console entry point: Hydra app over ``conf/evaluate.yaml``."""
-    quiet_closed_pipe(sys.argv[1:])
-    one_line_config_errors("trainer.apps.evaluate")
-    import hydra
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    conf_dir = str(Path(__file__).resolve().parents[2] / "conf")
+    run_app(
+        "evaluate",
+        __name__,
+        _evaluate,
+        bad_input=(FileNotFoundError, ValueError, OmegaConfBaseException),
+    )
 
-    @hydra.main(version_base="1.3", config_path=conf_dir, config_name="evaluate")
-    def _app(raw: DictConfig) -> None:
-        try:
-            cfg = OmegaConf.to_object(raw)
-            assert isinstance(cfg, EvaluateConfig)
-            run(cfg, HydraConfig.get().runtime.output_dir)
-        except (FileNotFoundError, ValueError, OmegaConfBaseException) as exc:
-            log.error("%s", exc)
-            sys.exit(2)
 
-    _app()
+def _evaluate(raw: Any) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.to_object(raw)
+    assert isinstance(cfg, EvaluateConfig)
+    run(cfg, HydraConfig.get().runtime.output_dir)
 
 
 if __name__ == "__main__":

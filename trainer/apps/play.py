@@ -18,6 +18,7 @@ from typing import Any
 
 from mapleenv.paths import printable
 from trainer.apps.guard import FloodGuard, QuietExplained, RefusalWatch
+from trainer.apps.hydra_app import run_app
 from trainer.apps.live import (
     DEFAULT_USERNAME,
     BattleResult,
@@ -28,8 +29,6 @@ from trainer.apps.live import (
     resolve_password,
     wait_logged_in,
 )
-from trainer.apps.pipes import quiet_closed_pipe
-from trainer.cli_errors import one_line_config_errors
 from trainer.config import PlayConfig
 from trainer.evaluation.output import write_json
 
@@ -323,32 +322,29 @@ def refuse_password_argument(argv: list[str]) -> None:
 def main() -> None:
     """Console entry point: Hydra app over ``conf/play.yaml``."""
     refuse_password_argument(sys.argv[1:])
-    quiet_closed_pipe(sys.argv[1:])
-    one_line_config_errors("trainer.play")
-    import hydra
     import torch
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     from mapleenv.showdown import ShowdownError
 
     torch.set_num_threads(1)  # one small batch-1 forward per decision
-    conf_dir = str(Path(__file__).resolve().parents[2] / "conf")
+    run_app(
+        "play",
+        "trainer.play",
+        _play,
+        bad_input=(FileNotFoundError, ValueError, ShowdownError, OmegaConfBaseException),
+    )
 
-    @hydra.main(version_base="1.3", config_path=conf_dir, config_name="play")
-    def _app(raw: DictConfig) -> None:
-        try:
-            cfg = OmegaConf.to_object(raw)
-            assert isinstance(cfg, PlayConfig)
-            document = run(cfg, HydraConfig.get().runtime.output_dir)
-        except (FileNotFoundError, ValueError, ShowdownError, OmegaConfBaseException) as exc:
-            log.error("%s", exc)
-            sys.exit(2)
-        if document["interrupted"]:
-            sys.exit(128 + int(signal.Signals[document["interrupted"]]))
 
-    _app()
+def _play(raw: Any) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.to_object(raw)
+    assert isinstance(cfg, PlayConfig)
+    document = run(cfg, HydraConfig.get().runtime.output_dir)
+    if document["interrupted"]:
+        sys.exit(128 + int(signal.Signals[document["interrupted"]]))
 
 
 if __name__ == "__main__":
