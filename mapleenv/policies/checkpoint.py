@@ -30,7 +30,7 @@ from mapleenv.policies.fields import fields_problem
 FORMAT_VERSION = 2
 CHECKPOINT_DIR = "checkpoints"
 LAST = "last.pt"
-CONVERT = "python scripts/convert_checkpoint.py"
+CONVERT = "maple-convert-checkpoint"  # the command (scripts/convert_checkpoint.py in a checkout)
 
 
 class CheckpointError(ValueError):

@@ -155,10 +155,10 @@ def test_an_older_checkpoint_says_how_to_convert_it(tmp_path: Path):
     old = write_format_1(tmp_path / "old.pt")
     with pytest.raises(CheckpointError, match="older Maple checkpoint") as info:
         load_checkpoint(old)
-    assert f"scripts/convert_checkpoint.py {old} <new.pt>" in str(info.value)
+    assert f"maple-convert-checkpoint {old} <new.pt>" in str(info.value)
     code, out = run_cli("-m", "trainer.evaluate", f"checkpoint={old}", f"hydra.run.dir={tmp_path}")
     assert code == 2
-    assert_one_line(out, str(old), "convert_checkpoint.py")
+    assert_one_line(out, str(old), "maple-convert-checkpoint")
 
 
 @pytest.mark.integration
