@@ -161,11 +161,6 @@ def evaluate_policy(
     are masked). ``search``: a ``mapleenv.search.SearchConfig``: the policy's picks are
     re-decided by decision-time search (docs/search.md); each result records what it did.
     """
-    import dataclasses
-
-    from mapleenv import make_vector_env
-    from mapleenv.showdown import ServerPool
-
     _check_counts(battles=battles, num_envs=num_envs)
     spec = _evaluation_spec(
         opponents,
@@ -183,21 +178,13 @@ def evaluate_policy(
     )
     was_training = policy.training
     policy.eval()
-    pool = None
-    if spec.backend == "server" and spec.server is None:  # one local server for all
-        pool = ServerPool(1, log_dir=log_dir).start()
-        spec = dataclasses.replace(spec, server=pool.configuration_for(0))
+    spec, pool = _shared_server(spec, log_dir)
     results = []
     searcher = _searcher(search)
     try:
         for k, name in enumerate(opponents):
-            replays = None if replay_dir is None else str(Path(replay_dir) / _safe_name(name))
             quality = QualityLog()
-            envs = make_vector_env(
-                min(num_envs, battles),
-                dataclasses.replace(spec, opponent=name, replay_dir=replays, seed=seed + 1000 * k),
-                autoreset_mode="SameStep",
-            )
+            envs = _opponent_envs(spec, name, k, min(num_envs, battles), seed, replay_dir)
             try:
                 result = _play_opponent(
                     policy,
@@ -221,6 +208,35 @@ def evaluate_policy(
             searcher.close()
         policy.train(was_training)
     return results
+
+
+def _shared_server(spec: Any, log_dir: str | Path | None) -> tuple[Any, Any]:
+    """With the server backend and no server given, one local server for all opponents:
+    the spec pointing at it, and its pool (None otherwise)."""
+    if spec.backend != "server" or spec.server is not None:
+        return spec, None
+    import dataclasses
+
+    from mapleenv.showdown import ServerPool
+
+    pool = ServerPool(1, log_dir=log_dir).start()
+    return dataclasses.replace(spec, server=pool.configuration_for(0)), pool
+
+
+def _opponent_envs(
+    spec: Any, name: str, k: int, num_envs: int, seed: int, replay_dir: str | Path | None
+) -> Any:
+    """The vector env of the ``k``-th opponent ``name``: its own seeds and replay folder."""
+    import dataclasses
+
+    from mapleenv import make_vector_env
+
+    replays = None if replay_dir is None else str(Path(replay_dir) / _safe_name(name))
+    return make_vector_env(
+        num_envs,
+        dataclasses.replace(spec, opponent=name, replay_dir=replays, seed=seed + 1000 * k),
+        autoreset_mode="SameStep",
+    )
 
 
 def _searcher(search: Any) -> Any:

@@ -30,6 +30,10 @@ def test_searched_evaluation_records_what_search_did() -> None:
         search=SearchConfig(time_ms=None, sims=20, worlds=1, confident=1.0),
     )
     assert result.battles == 2
+    # per env, its counted battles' results in order: one battle each
+    assert result.to_dict()["outcomes"] == result.outcomes
+    assert [len(env) for env in result.outcomes] == [1, 1]
+    assert sum(env.count("1") for env in result.outcomes) == result.wins
     stats = result.to_dict()["search"]
     # every decision with two or more choices was searched (confident=1.0 skips none)
     assert 0 < stats["searched"] <= stats["decisions"]
