@@ -188,13 +188,12 @@ def update_check(args: argparse.Namespace, device: torch.device) -> dict:
     dev_policy = copy.deepcopy(cpu_policy).to(device)
     batch = synthetic_batch(obs_dim, n_actions, cpu_policy, args.update_steps, algo.bptt)
     dev_batch = to_device(batch, device)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     ref = outputs(cpu_policy, batch, algo)
     diff = max_rel_diff(ref, outputs(dev_policy, dev_batch, algo))
     result: dict[str, Any] = {
         "model": cfg.model.kind,
-        "obs_dim": obs_dim,
         "steps": batch.num_chunks * algo.bptt,
         "bptt": algo.bptt,
         "epochs": algo.epochs,
@@ -220,6 +219,7 @@ def update_check(args: argparse.Namespace, device: torch.device) -> dict:
     scale = max(1e-8, float(grads[0].abs().max()))
     result["grad_max_rel_diff"] = float((grads[0] - grads[1]).abs().max()) / scale
     result["grads_equal"] = result["grad_max_rel_diff"] <= args.tolerance * 10
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32  # as trained
     torch.set_num_threads(max(1, min(16, os.cpu_count() or 1)))
     cpu_s = timed_updates(cpu_policy, batch, algo, args.repeats, False)
     dev_s = timed_updates(dev_policy, dev_batch, algo, args.repeats, algo.bf16)
