@@ -8,6 +8,8 @@ fields are those of ``mapleenv/js/search/fields.js``.
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections import Counter
 from typing import Any
 
@@ -69,3 +71,30 @@ def summary(tracked: int, differing: Counter) -> dict[str, Any]:
         "match": round(1 - wrong / max(1, tracked), 4),
         "differing": dict(differing.most_common(15)),
     }
+
+
+def measure(env: Any, states: int, seed: int = 0, min_turn: int = 2) -> dict[str, Any]:
+    """Fidelity over ``states`` mid-battle decisions (turn ``min_turn`` on, no forced
+    switch) of ``env``'s battles (a direct-backend ``PokemonEnv``; the agent's seat plays
+    random legal actions): :func:`summary` plus ``states`` and ``battles``; differing
+    fields by kind (``me.*.pp``: any own Pokémon's PP)."""
+    from mapleenv.actions import legal_actions
+
+    rng = random.Random(seed)
+    tracked, differing, done, battles = 0, Counter(), 0, 0
+    with SearchHost() as host:
+        while done < states:
+            env.reset(seed=seed + battles)
+            battles += 1
+            while done < states:
+                battle = env.battle
+                legal = legal_actions(battle)
+                if battle.turn >= min_turn and not (battle.last_request or {}).get("forceSwitch"):
+                    fields, wrong = check_decision(env, host)
+                    tracked += fields
+                    differing.update(re.sub(r"^(me|foe)\.[^.]+\.", r"\1.*.", k) for k in wrong)
+                    done += 1
+                _, _, terminated, truncated, _ = env.step(rng.choice(list(legal)))
+                if terminated or truncated:
+                    break
+    return {"states": done, "battles": battles, **summary(tracked, differing)}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mapleenv.showdown import find_node, find_showdown
-from mapleenv.showdown.process import spawn, terminate
+from mapleenv.showdown.process import close_pipe_child, kill_now, spawn
 
 SEARCH_SCRIPT = Path(__file__).resolve().parents[1] / "js" / "search_host.js"
 
@@ -113,23 +113,11 @@ class SearchHost:
         )
 
     def kill(self) -> None:
-        with contextlib.suppress(OSError):
-            self._proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=5)
+        kill_now(self._proc)
 
     def close(self) -> None:
         """Stop the child (EOF on stdin, then SIGTERM/SIGKILL if it lingers)."""
-        if self._proc.poll() is None:
-            with contextlib.suppress(OSError):
-                self._proc.stdin.close()
-            try:
-                self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                terminate(self._proc, timeout=2)
-        for stream in (self._proc.stdin, self._proc.stdout):
-            if stream is not None and not stream.closed:
-                stream.close()
+        close_pipe_child(self._proc)
         if not self._stderr.closed:
             self._stderr.close()
 

@@ -63,6 +63,29 @@ def _signal(process: subprocess.Popen, sig: int, group: bool) -> None:
             process.send_signal(sig)
 
 
+def kill_now(process: subprocess.Popen) -> None:
+    """SIGKILL ``process`` and reap it (a hung or stopped child does not read its stdin)."""
+    with contextlib.suppress(OSError):
+        process.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=5)
+
+
+def close_pipe_child(process: subprocess.Popen, timeout: float = 2.0) -> None:
+    """Stop a child that exits when its stdin closes (Maple's Node hosts): EOF on stdin,
+    then SIGTERM/SIGKILL if it lingers; its pipes closed."""
+    if process.poll() is None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            terminate(process, timeout=timeout)
+    for stream in (process.stdin, process.stdout):
+        if stream is not None and not stream.closed:
+            stream.close()
+
+
 def terminate(process: subprocess.Popen, timeout: float = 5.0, *, group: bool = False) -> None:
     """Stop ``process`` (SIGTERM, then SIGKILL after ``timeout`` s) and reap it. With
     ``group`` (a child started in its own session) signal its whole process group, and

@@ -25,7 +25,7 @@ from mapleenv.showdown.package import (
     find_node,
     find_showdown,
 )
-from mapleenv.showdown.process import spawn, terminate
+from mapleenv.showdown.process import close_pipe_child, kill_now, spawn
 
 logger = logging.getLogger(__name__)
 
@@ -177,23 +177,11 @@ class SimHost(_Channel):
 
     def kill(self) -> None:
         """SIGKILL the child (a hung or stopped host does not read its stdin)."""
-        with contextlib.suppress(OSError):
-            self._proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=5)
+        kill_now(self._proc)
 
     def close(self) -> None:
         """Stop the child (EOF on stdin, then SIGTERM/SIGKILL if it lingers)."""
-        if self._proc.poll() is None:
-            with contextlib.suppress(OSError):
-                self._proc.stdin.close()
-            try:
-                self._proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                terminate(self._proc, timeout=2)
-        for stream in (self._proc.stdin, self._proc.stdout):
-            if stream is not None and not stream.closed:
-                stream.close()
+        close_pipe_child(self._proc)
         self._stderr.close()
         if self.listen is not None:
             with contextlib.suppress(OSError):
