@@ -44,12 +44,12 @@ def decisions(count: int, seed: int) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--decisions", type=int, default=40)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--decisions", type=int, default=40, help="decisions searched per budget")
     parser.add_argument("--budgets", default="100,300,1000", help="ms per decision")
-    parser.add_argument("--worlds", type=int, default=3)
-    parser.add_argument("--max-actions", type=int, default=6)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--worlds", type=int, default=3, help="worlds per decision")
+    parser.add_argument("--max-actions", type=int, default=6, help="own choices searched")
+    parser.add_argument("--seed", type=int, default=0, help="battle and search seeds")
     args = parser.parse_args()
     views = decisions(args.decisions, args.seed)
     with SearchHost() as host:

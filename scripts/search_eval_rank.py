@@ -84,11 +84,13 @@ def play(args: argparse.Namespace) -> list[tuple[int, float, float, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default=str(ROOT / "models/attention_ppo_gen9random.pt"))
-    parser.add_argument("--battles", type=int, default=60)
-    parser.add_argument("--opponent", default="heuristic")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--checkpoint", default=str(ROOT / "models/attention_ppo_gen9random.pt"), help="the agent"
+    )
+    parser.add_argument("--battles", type=int, default=60, help="battles to play")
+    parser.add_argument("--opponent", default="heuristic", help="the other seat's player")
+    parser.add_argument("--seed", type=int, default=0, help="battle and sampling seed")
     args = parser.parse_args()
     rows = play(args)
     report: dict = {"decisions": len(rows), "battles": args.battles, "opponent": args.opponent}

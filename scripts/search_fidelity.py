@@ -18,11 +18,11 @@ from mapleenv.search.fidelity import measure
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--states", type=int, default=200, help="decisions to check")
     parser.add_argument("--opponent", default="heuristic", help="the other seat's player")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--min-turn", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0, help="battle and action seed")
+    parser.add_argument("--min-turn", type=int, default=2, help="first turn checked")
     args = parser.parse_args()
     env = PokemonEnv("gen9randombattle", opponent=args.opponent, backend="direct", seed=args.seed)
     try:

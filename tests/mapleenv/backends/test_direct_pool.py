@@ -92,7 +92,9 @@ def test_reset_waits_for_the_watchdog_to_restart_the_only_host() -> None:
 def test_a_stopped_host_fails_its_health_check_and_is_replaced() -> None:
     """SIGSTOP of the only host: the watchdog's ping times out, the host is killed and
     restarted, the battle in flight is aborted and the next one is played."""
-    pool = SimHostPool(1, health_timeout=2.0).start()
+    # 5 s: a restarted host's first battle loads the simulator's data, and a ping waits for
+    # it; on a loaded box (CI beside other runs) 2 s killed the new host too, again and again
+    pool = SimHostPool(1, health_timeout=5.0).start()
     pool.start_watchdog(interval=0.5)
     try:
         env = DirectPokemonEnv(opponent="random", seed=4, backend_kwargs={"host_pool": pool.spec})

@@ -133,15 +133,19 @@ def test_max_minutes_stops_the_run_anneals_by_time_and_adds_up_over_resume(
     rows = run(0.04)  # 2.4 s
     ckpt = load_checkpoint(tmp_path)
     seconds = ckpt["train_seconds"]
-    # the run stops before the budget: one more iteration as long as the longest would pass it
-    assert 2.4 - 2 * ckpt["iteration_seconds"] - 0.5 <= seconds <= 2.4
+    # the run stops before the budget when one more iteration as long as the longest would
+    # pass it: it ends within the budget, or over it by less than its longest iteration
+    # when the last one was longer than any before (a loaded box: CI once read 4.84 s of 4.8)
+    longest = ckpt["iteration_seconds"]
+    assert 2.4 - 2 * longest - 0.5 <= seconds <= 2.4 + longest
     lrs = [float(r["lr"]) for r in rows]
     assert lrs[0] == 3e-4 and lrs == sorted(lrs, reverse=True) and lrs[-1] < 3e-4 * 0.5
 
     rows = run(0.08, f"resume={tmp_path}")  # the budget counts the first segment too
     ckpt = load_checkpoint(tmp_path)
     total = ckpt["train_seconds"]
-    assert 4.8 - 2 * ckpt["iteration_seconds"] - 0.5 <= total <= 4.8
+    longest = ckpt["iteration_seconds"]
+    assert 4.8 - 2 * longest - 0.5 <= total <= 4.8 + longest
     resumed = [float(r["lr"]) for r in rows[len(lrs) :]]
     assert resumed and resumed[0] <= 3e-4 * (1 - seconds / 4.8) + 1e-9
     assert resumed[0] > resumed[-1]
