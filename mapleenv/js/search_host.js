@@ -21,26 +21,10 @@
  * Views come from mapleenv/search/view.py; docs/search.md explains the search.
  */
 'use strict';
-const path = require('path');
-const {buildWorld, legalChoices, playPair, solve} = require('./search/game');
+const {loadSim} = require('./load_sim');
+const {legalChoices, playPair, solve} = require('./search/game');
+const {buildWorld} = require('./search/state');
 const {summarize} = require('./search/fields');
-
-function loadSim(explicitDir) {
-  const roots = explicitDir ? [path.resolve(explicitDir)] : [];
-  for (const root of [process.cwd(), path.resolve(__dirname, '..', '..')]) {
-    try {
-      roots.push(path.dirname(path.dirname(path.dirname(
-        require.resolve('pokemon-showdown', {paths: [root]})))));
-    } catch (e) { /* not under this root */ }
-  }
-  for (const dir of roots) {
-    try {
-      return require(path.join(dir, 'dist', 'sim'));
-    } catch (e) { /* try the next one */ }
-  }
-  process.stderr.write('error: npm package pokemon-showdown not found; run scripts/setup.sh\n');
-  process.exit(3);
-}
 
 const Sim = loadSim(process.argv[2]);
 const generators = new Map();

@@ -27,26 +27,7 @@
  * The host exits when stdin closes (its parent died or closed it).
  */
 'use strict';
-const path = require('path');
-
-function loadSim(explicitDir) {
-  const candidates = [];
-  if (explicitDir) candidates.push(path.resolve(explicitDir));
-  for (const root of [process.cwd(), path.resolve(__dirname, '..', '..')]) {
-    try {
-      candidates.push(path.dirname(path.dirname(path.dirname(
-        require.resolve('pokemon-showdown', {paths: [root]})))));
-    } catch (e) { /* not under this root */ }
-  }
-  for (const dir of candidates) {
-    try {
-      return require(path.join(dir, 'dist', 'sim'));
-    } catch (e) { /* try the next one */ }
-  }
-  process.stderr.write('error: npm package pokemon-showdown not found ' +
-    `(looked in ${candidates.join(', ') || 'node_modules'}); run scripts/setup.sh\n`);
-  process.exit(3);
-}
+const {loadSim} = require('./load_sim');
 
 function parseArgs(argv) {
   const opts = {showdownDir: null, listen: null};

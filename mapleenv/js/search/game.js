@@ -8,8 +8,6 @@
  * opponent knows its own team) and each own choice gets its expected score against the
  * opponent model.
  */
-const {buildWorld} = require('./state');
-
 const STATUS_COST = {brn: 0.15, par: 0.15, psn: 0.1, tox: 0.2, slp: 0.25, frz: 0.3};
 const HAZARD_COST = {stealthrock: 0.06, spikes: 0.04, toxicspikes: 0.04, stickyweb: 0.04};
 const SCREEN_GAIN = {reflect: 0.08, lightscreen: 0.08, auroraveil: 0.12, tailwind: 0.06};
@@ -136,4 +134,4 @@ function solve(matrices, iterations) {
   return {ours: average(ourSum), theirs: theirs.map(s => average(s.sum))};
 }
 
-module.exports = {buildWorld, evaluate, legalChoices, playPair, solve};
+module.exports = {evaluate, legalChoices, playPair, solve};

@@ -5,10 +5,24 @@
  * Tera, side conditions with layers and turns, weather, terrain and pseudo-weathers, the
  * turn number), then the requests made again from that state.
  */
-const {
-  VOLATILES, PARTIAL_TRAP, WEATHER_TURNS, TERRAIN_TURNS, toID, activeFirst, opponentSets,
-  ownSets,
-} = require('./world');
+const {toID, activeFirst, opponentSets, ownSets} = require('./world');
+
+const WEATHER_TURNS = 5;
+const TERRAIN_TURNS = 5;
+// View effect ids (poke-env's Effect names, lowercased without underscores) -> volatiles
+// the world rebuilds. Durations the view cannot know are the simulator's own defaults.
+const VOLATILES = new Set([
+  'substitute', 'leechseed', 'confusion', 'taunt', 'encore', 'yawn', 'aquaring', 'ingrain',
+  'focusenergy', 'curse', 'disable', 'torment', 'magnetrise', 'saltcure', 'attract',
+  'nightmare', 'charge', 'throatchop', 'healblock', 'embargo', 'glaiverush', 'destinybond',
+  'noretreat', 'octolock', 'tarshot', 'gastroacid', 'powertrick', 'smackdown', 'laserfocus',
+  'stockpile', 'partiallytrapped', 'roost', 'flashfire', 'slowstart', 'protosynthesis',
+  'quarkdrive', 'perishsong',
+]);
+const PARTIAL_TRAP = new Set([
+  'bind', 'clamp', 'firespin', 'infestation', 'magmastorm', 'sandtomb', 'snaptrap',
+  'thundercage', 'whirlpool', 'wrap',
+]);
 
 const SCREEN_TURNS = {reflect: 5, lightscreen: 5, auroraveil: 5, tailwind: 4, safeguard: 5,
   mist: 5, luckychant: 5};

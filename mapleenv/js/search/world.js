@@ -8,23 +8,6 @@
  * world models and what it does not.
  */
 
-const WEATHER_TURNS = 5;
-const TERRAIN_TURNS = 5;
-// View effect ids (poke-env's Effect names, lowercased without underscores) -> volatiles
-// the world rebuilds. Durations the view cannot know are the simulator's own defaults.
-const VOLATILES = new Set([
-  'substitute', 'leechseed', 'confusion', 'taunt', 'encore', 'yawn', 'aquaring', 'ingrain',
-  'focusenergy', 'curse', 'disable', 'torment', 'magnetrise', 'saltcure', 'attract',
-  'nightmare', 'charge', 'throatchop', 'healblock', 'embargo', 'glaiverush', 'destinybond',
-  'noretreat', 'octolock', 'tarshot', 'gastroacid', 'powertrick', 'smackdown', 'laserfocus',
-  'stockpile', 'partiallytrapped', 'roost', 'flashfire', 'slowstart', 'protosynthesis',
-  'quarkdrive', 'perishsong',
-]);
-const PARTIAL_TRAP = new Set([
-  'bind', 'clamp', 'firespin', 'infestation', 'magmastorm', 'sandtomb', 'snaptrap',
-  'thundercage', 'whirlpool', 'wrap',
-]);
-
 function toID(text) {
   return String(text || '').toLowerCase().replace(/[^a-z0-9]+/g, '');
 }
@@ -169,7 +152,4 @@ function activeFirst(list, isActive) {
   return order;
 }
 
-module.exports = {
-  VOLATILES, PARTIAL_TRAP, WEATHER_TURNS, TERRAIN_TURNS, toID, activeFirst, opponentSets,
-  ownSets, sampleRevealed,
-};
+module.exports = {toID, activeFirst, opponentSets, ownSets};
