@@ -254,12 +254,13 @@ class PolicyOpponent(Player):
                 state,
                 torch.tensor([1.0 if start else 0.0]),
             )
-            probs = torch.softmax(logits[0].float(), dim=-1)
+            searching = self.searcher is not None
+            probs = torch.softmax(logits[0].float(), dim=-1) if self.sample or searching else None
             if self.sample:
                 action = int(torch.multinomial(probs, 1, generator=self._generator))
             else:
                 action = int(torch.argmax(logits[0]))
-        if self.searcher is not None:
+        if searching:
             action = self._searched(battle, legal, probs.numpy(), action)
         self._states[tag] = (policy, state)
         self._states.move_to_end(tag)

@@ -98,6 +98,11 @@ class Decision:
     view: Mapping[str, Any]
     probs: np.ndarray
     action: int
+    # the view's choices by action number (JSON from an env worker makes the keys strings)
+    choices: dict[int, str] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.choices = {int(a): c for a, c in (self.view.get("choices") or {}).items()}
 
 
 def candidates(
@@ -136,17 +141,17 @@ def _explain(
     decision: Decision, actions: list[int], reply: dict[str, Any], best: int | None
 ) -> str:
     """One debug line: each candidate's choice, prior and score, and the pick."""
-    choices = decision.view["choices"]
+    choices = decision.choices
     parts = []
     for action, q in zip(actions, reply["q"], strict=True):
-        choice = choices.get(action, choices.get(str(action)))
+        choice = choices.get(action)
         score = "-" if q is None else f"{q:+.3f}"
         parts.append(f"{choice} p={decision.probs[action]:.2f} q={score}")
     view = decision.view
     return (
         f"{view.get('battle_tag')} turn {view.get('turn')}: "
         + "; ".join(parts)
-        + f" -> {choices.get(best, choices.get(str(best)))} ({reply.get('sims')} sims)"
+        + f" -> {choices.get(best)} ({reply.get('sims')} sims)"
     )
 
 
@@ -175,11 +180,10 @@ class Searcher:
 
     def _request(self, decision: Decision, actions: list[int]) -> dict[str, Any]:
         view = decision.view
-        choices = view["choices"]
         key = f"{view.get('battle_tag', '')}:{view.get('turn', 0)}".encode()
         return {
             "view": {k: v for k, v in view.items() if k != "choices"},
-            "own": [choices[a] if a in choices else choices[str(a)] for a in actions],
+            "own": [decision.choices[a] for a in actions],
             "worlds": self.config.worlds,
             "sims": self.config.sims,
             "time_ms": self.config.time_ms,
@@ -214,8 +218,7 @@ class Searcher:
         sent = []
         for host, i in zip(hosts, batch, strict=False):
             d = decisions[i]
-            legal = [int(a) for a in d.view["choices"]]
-            actions = candidates(d.probs, legal, d.action, self.config)
+            actions = candidates(d.probs, list(d.choices), d.action, self.config)
             host.submit("search", **self._request(d, actions))
             sent.append((host, i, actions))
         for host, i, actions in sent:
