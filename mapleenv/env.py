@@ -33,7 +33,7 @@ from mapleenv.opponent_action import CLASSES as OPPONENT_ACTION_CLASSES
 from mapleenv.opponent_action import OpponentActionReader
 from mapleenv.opponents import make_opponent
 from mapleenv.plugins import import_plugins
-from mapleenv.replays import protocol_log, save_replay
+from mapleenv.replays import decision, protocol_log, save_replay
 from mapleenv.reward import make_reward
 from mapleenv.showdown.package import ShowdownError, wait_for_server
 from mapleenv.showdown.server import ShowdownServer
@@ -97,6 +97,7 @@ class PokemonEnv(gymnasium.Env):
         self._setup_server(spec)
         self._backend: BattleBackend | None = None
         self._battle: Battle | None = None
+        self._decisions: list[dict[str, Any]] = []  # the agent's choices, for its replay
         self._legal: dict[int, BattleOrder] = {}
         self._last_obs: dict[str, np.ndarray] | None = None
         self._episode_over = True
@@ -288,6 +289,7 @@ class PokemonEnv(gymnasium.Env):
         battle = self._start_battle(seed)
         self._battle = battle
         self._episode_over = battle.finished
+        self._decisions = []
         self.reward_tracker.reset()
         obs = self._observe(battle, first=True)
         return obs, self._decision_info(battle, {"battle_tag": battle.battle_tag})
@@ -338,6 +340,8 @@ class PokemonEnv(gymnasium.Env):
                     f"{self._battle.turn}); legal: {describe_legal(self._legal)}"
                 )
             order = DefaultBattleOrder()
+        if self.env_spec.replay_dir is not None:
+            self._decisions.append(decision(self._battle, order.message.removeprefix("/choose ")))
         try:
             battle = self._backend.step(order)
         except BattleAborted as exc:
@@ -376,7 +380,7 @@ class PokemonEnv(gymnasium.Env):
                 info["opponent_policy_id"] = int(policy_id)
             replay_dir = self.env_spec.replay_dir
             if replay_dir is not None:
-                save_replay(battle, replay_dir)
+                save_replay(battle, replay_dir, self._decisions)
         if illegal:
             info["illegal_action"] = True
         if not (terminated or truncated):

@@ -3,11 +3,17 @@
 A replay holds the battle's protocol log as the agent saw it in
 ``<script type="text/plain" class="battle-log-data">`` (``/`` written ``\\/``, as Showdown
 does, so no line can close the script, and ``<!--`` written ``<\\!--``, so none can turn
-the script's end into text: :func:`script_data`), which Showdown's replay viewer
-(``replay-embed.js``, loaded from play.pokemonshowdown.com) animates; and below it the
-same battle as text (``battle-log-inline``), so that a browser without the viewer
-(offline) shows the whole battle rather than only the header. poke-env's own
-``save_replay`` leaves that text part empty and hidden.
+the script's end into text: :func:`script_data`). Three views read it:
+
+* Maple's offline viewer (``js/replay_view.js``, inlined into the page: no network), which
+  renders the battle turn by turn into ``#maple-replay``: both sides' Pokémon with HP bars,
+  status and boosts, the field, each event, the winner and the agent's recorded choices
+  (``<script type="application/json" class="maple-replay-data">``: :func:`viewer_data`);
+* Showdown's replay viewer (``replay-embed.js``, loaded from play.pokemonshowdown.com),
+  which animates it above when the browser is online;
+* the same battle as text (``battle-log-inline``), for a browser without JavaScript
+  (the offline viewer hides it behind a button). poke-env's own ``save_replay`` leaves
+  that text part empty and hidden.
 
 The log comes from poke-env's ``Battle._replay_data`` (every message the battle parsed):
 the one place this module reads poke-env's private state.
@@ -15,15 +21,19 @@ the one place this module reads poke-env's private state.
 
 from __future__ import annotations
 
+import functools
 import html
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from poke_env.battle.abstract_battle import AbstractBattle
 
 from mapleenv.paths import safe_filename
 
 VIEWER = "https://play.pokemonshowdown.com/js/replay-embed.js"
+OFFLINE_VIEWER = Path(__file__).resolve().parent / "js" / "replay_view.js"
 
 _STATS = {
     "atk": "Attack",
@@ -216,6 +226,40 @@ def text_log(lines: Iterable[str], side: str | None = None) -> str:
     return "\n".join(log.out)
 
 
+# The offline viewer's look (js/replay_view.js builds the elements): a turn is a row of
+# the agent's side, the events and the other side; HP bars green > 50% > yellow > 20% > red.
+_VIEWER_CSS = """
+.maple-replay {max-width: 1180px; margin: 0 auto 24px; padding: 0 8px}
+.mr-result {font-size: 13pt; font-weight: bold; text-align: center; margin: 8px 0}
+.mr-toggle {display: block; margin: 0 auto 8px}
+.mr-turn {border: 1px solid #AAA; background: #F6F8FA; margin: 0 0 8px}
+.mr-turn h2 {margin: 0; padding: 4px 8px; background: #E0E7EA; font-size: 12pt}
+.mr-fieldstate {float: right; font-weight: normal; font-size: 9pt; color: #3A4A66}
+.mr-row {display: grid; grid-template-columns: 1fr 1.4fr 1fr; gap: 8px; padding: 6px}
+.mr-player {font-weight: bold; margin-bottom: 4px}
+.mr-agent {background: #2B6CB0; color: white; border-radius: 3px; padding: 0 4px;
+  margin-left: 6px; font-size: 8pt}
+.mr-mon {margin: 2px 0 4px; opacity: 0.75}
+.mr-mon.mr-active {opacity: 1; font-weight: bold}
+.mr-mon.mr-fainted {opacity: 0.4; text-decoration: line-through}
+.mr-name small {font-weight: normal}
+.mr-status {background: #B7791F; color: white; border-radius: 3px; padding: 0 3px;
+  margin-left: 4px; font-size: 8pt}
+.mr-hp {display: flex; align-items: center; gap: 6px}
+.mr-bar {flex: 1; height: 7px; background: #DDD; border: 1px solid #999; border-radius: 3px}
+.mr-fill {height: 100%; border-radius: 2px}
+.mr-high {background: #38A169} .mr-mid {background: #D69E2E} .mr-low {background: #E53E3E}
+.mr-pct {width: 48px; font-size: 8pt; font-weight: normal}
+.mr-tags, .mr-unseen {font-size: 8pt; font-weight: normal; color: #3A4A66}
+.mr-events {margin: 0; padding: 0; list-style: none}
+.mr-ev-move {font-weight: bold} .mr-ev-damage {color: #9B2C2C} .mr-ev-heal {color: #276749}
+.mr-ev-faint {font-weight: bold; color: #9B2C2C} .mr-ev-field, .mr-ev-effect {color: #3A4A66}
+.mr-ev-small, .mr-ev-other {font-size: 8pt; color: #666} .mr-ev-result {font-weight: bold}
+.mr-ev-title {font-weight: bold}
+.mr-ev-decision {background: #EBF4FF;
+  border-left: 3px solid #2B6CB0; padding-left: 4px}
+"""
+
 _PAGE = """<!DOCTYPE html>
 <meta charset="utf-8" />
 <!-- version 1 -->
@@ -229,24 +273,60 @@ body {{padding: 12px 0}}
 .battle-log-inline h2 {{margin: 0.5em -8px; padding: 4px 8px; border: 1px solid #AAA;
   border-left: 0; border-right: 0; background: #E0E7EA; font-size: 13pt}}
 .subtle {{color: #3A4A66}}
-</style>
+{css}</style>
 <div class="wrapper replay-wrapper" style="max-width:1180px;margin:0 auto">
 <input type="hidden" name="replayid" value="{replay_id}" />
 <div class="battle"></div><div class="battle-log"></div><div class="replay-controls"></div><div class="replay-controls-2"></div>
 <h1 style="font-weight:normal;text-align:center"><strong>{tier}</strong><br /><span class="subtle">{p1}</span> vs. <span class="subtle">{p2}</span></h1>
 <script type="text/plain" class="battle-log-data">{data}</script>
 </div>
+<div id="maple-replay" class="maple-replay"></div>
+<script type="application/json" class="maple-replay-data">{extra}</script>
 <div class="battle-log battle-log-inline"><div class="inner">
 {text}
 </div></div>
+<script>
+{offline_viewer}</script>
 <script>
 let daily = Math.floor(Date.now()/1000/60/60/24);document.write('<script src="{viewer}?version'+daily+'"></'+'script>');
 </script>
 """  # noqa: E501 (HTML lines)
 
 
-def replay_html(battle: AbstractBattle) -> str:
-    """A replay file's text for ``battle`` (see module docs)."""
+@functools.cache
+def offline_viewer() -> str:
+    """The offline viewer's JavaScript (``js/replay_view.js``, package data), read once."""
+    return OFFLINE_VIEWER.read_text(encoding="utf-8")
+
+
+def decision(
+    battle: AbstractBattle, choice: str, probability: float | None = None
+) -> dict[str, Any]:
+    """The agent's ``choice`` (``"move thunderbolt"``) made now in ``battle``, for a replay's
+    ``decisions``: where in the log it was made (the viewer shows it there), the turn, and
+    the policy's probability of it when the caller knows it."""
+    record: dict[str, Any] = {"line": len(battle._replay_data), "turn": battle.turn}
+    record["choice"] = choice
+    if probability is not None:
+        record["probability"] = float(probability)
+    return record
+
+
+def viewer_data(battle: AbstractBattle, decisions: Sequence[dict[str, Any]]) -> str:
+    """What the offline viewer needs beyond the log, as JSON for the page: the agent's side,
+    its whole team (the log names a Pokémon only once it is sent out) and ``decisions``.
+    ``<`` is written ``\\u003c`` (the same JSON), so no ``</script`` or ``<!--`` is in it."""
+    extra = {
+        "side": battle.player_role or "",
+        "team": [key.partition(": ")[2] or key for key in battle.team],
+        "decisions": list(decisions),
+    }
+    return json.dumps(extra).replace("<", "\\u003c")
+
+
+def replay_html(battle: AbstractBattle, decisions: Sequence[dict[str, Any]] = ()) -> str:
+    """A replay file's text for ``battle`` with the agent's ``decisions`` (:func:`decision`
+    records; see module docs)."""
     lines = protocol_log(battle)
     players = {}
     for line in lines:
@@ -261,7 +341,10 @@ def replay_html(battle: AbstractBattle) -> str:
         p1=html.escape(players.get("p1", "p1")),
         p2=html.escape(players.get("p2", "p2")),
         data=script_data("\n".join(lines)),
+        extra=viewer_data(battle, decisions),
         text=text_log(lines, battle.player_role),
+        css=_VIEWER_CSS,
+        offline_viewer=offline_viewer(),
         viewer=VIEWER,
     )
 
@@ -287,11 +370,14 @@ def record_path(directory: str | Path, battle_tag: str) -> Path:
     return Path(directory) / f"{safe_filename(battle_tag)}.jsonl"
 
 
-def save_replay(battle: AbstractBattle, directory: str | Path) -> Path:
-    """Write ``battle``'s replay file into ``directory`` (created) under
-    :func:`replay_path` (the battle tag made a safe file name: a server's room id such as
-    ``battle-../../x`` cannot point outside the folder); returns where it went."""
+def save_replay(
+    battle: AbstractBattle, directory: str | Path, decisions: Sequence[dict[str, Any]] = ()
+) -> Path:
+    """Write ``battle``'s replay file (with the agent's ``decisions``) into ``directory``
+    (created) under :func:`replay_path` (the battle tag made a safe file name: a server's
+    room id such as ``battle-../../x`` cannot point outside the folder); returns where it
+    went."""
     path = replay_path(directory, battle.battle_tag)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(replay_html(battle), encoding="utf-8")
+    path.write_text(replay_html(battle, decisions), encoding="utf-8")
     return path

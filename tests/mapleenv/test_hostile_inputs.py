@@ -87,8 +87,9 @@ def test_a_hostile_nickname_cannot_break_the_replay_page() -> None:
     page = replay_html(hostile_battle())
     parser = _Elements()
     parser.feed(page)
-    # the page's own elements only: the nickname opened no <script> or <b>
-    assert parser.starts.count("script") == 2 and "b" not in parser.starts
+    # the page's own elements only (the log, the viewer's data, the offline viewer, the
+    # online one): the nickname opened no <script> or <b>
+    assert parser.starts.count("script") == 4 and "b" not in parser.starts
     [data] = re.findall(r'class="battle-log-data">(.*?)</script>', page, re.DOTALL)
     # HTML's script-data rules (which Python's parser does not model): "</script" ends the
     # block early; "<!--" followed by "<script" makes its real "</script>" not count, and
