@@ -23,6 +23,7 @@ from poke_env.concurrency import POKE_LOOP
 from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
+from process_guard import GUARD
 
 from mapleenv.env import PokemonEnv
 from mapleenv.showdown import ShowdownServer
@@ -231,3 +232,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.pinned_backend)
         if item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.xdist_group("ray"))
+
+
+def _guarded_phase(item: pytest.Item) -> Iterator[None]:
+    """Run one phase of ``item`` with process starts blocked when it is a ``unit`` test;
+    fail it if it tried one, even where its code caught the error."""
+    if not item.get_closest_marker("unit"):
+        return (yield)
+    GUARD.install()
+    try:
+        result = yield
+    finally:
+        GUARD.uninstall()
+    if GUARD.attempts:
+        pytest.fail(f"a unit test started a process: {GUARD.attempts}; mark it integration")
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """The unit tier starts no process, checked: fixture setup (tests/process_guard.py)."""
+    return (yield from _guarded_phase(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """The unit tier starts no process, checked: the test body (tests/process_guard.py)."""
+    return (yield from _guarded_phase(item))

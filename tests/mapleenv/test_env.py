@@ -236,6 +236,7 @@ def test_a_server_refusing_the_battle_ends_the_reset_at_once_with_its_words(
         env.close()
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown opponent 'nobody'.*random, max_power"):
         PokemonEnv(opponent="nobody")

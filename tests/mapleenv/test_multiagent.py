@@ -192,6 +192,7 @@ def test_a_killed_host_truncates_the_battle_and_close_leaves_no_node():
     assert set(child_node_pids()) <= before
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_bad_arguments():
     with pytest.raises(ValueError, match="singles"):
         mapleenv.parallel_env(battle_format="gen9randomdoublesbattle")

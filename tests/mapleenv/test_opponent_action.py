@@ -147,6 +147,7 @@ def test_env_episode_labels(backend: dict) -> None:
     assert unexplained <= 1 + seen.count(SWITCH) // 10, (unexplained, seen)
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_off_by_default_keeps_the_space() -> None:
     env = PokemonEnv(opponent="random", backend="direct")
     try:

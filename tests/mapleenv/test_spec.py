@@ -50,6 +50,7 @@ def test_an_unknown_setting_is_named():
         PokemonEnv(max_turn=3)
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_checked_resolves_the_backend_and_checks_the_format(monkeypatch):
     monkeypatch.delenv(BACKEND_ENV_VAR, raising=False)
     assert EnvSpec().checked().backend == "direct"
@@ -66,6 +67,7 @@ def test_checked_resolves_the_backend_and_checks_the_format(monkeypatch):
     assert EnvSpec("gen9nonsense", server="127.0.0.1:8000").checked().is_checked
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_a_checked_spec_stays_checked_for_per_env_variants_only():
     spec = EnvSpec("gen9ou", team=str(TEAMS), max_turns=40).checked()
     assert spec.is_checked and spec.checked() is spec

@@ -31,6 +31,7 @@ def test_bench_encoder_times_the_named_encoder() -> None:
     assert result["calc_calls_per_state"] == 0  # the simple encoder has no calculator
 
 
+@pytest.mark.integration  # runs the script
 def test_bench_encoder_refuses_an_unknown_encoder() -> None:
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--encoder", "nope"],

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from builders import write_tiny_checkpoint
 
@@ -28,6 +29,7 @@ def export(*args: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.integration  # runs the script
 def test_mask_futile_is_set_on_the_copy_and_followed_unless_overridden(tmp_path: Path):
     source = write_tiny_checkpoint(tmp_path / "last.pt")
     trained = load_checkpoint(source)["config"]["env"].get("mask_futile", False)

@@ -25,6 +25,7 @@ def stamp(extras: str) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.integration  # runs setup.sh on the live .venv
 def test_setup_again_prints_one_line() -> None:
     # The extras of the last set-up are in its stamp; a stale stamp (pyproject.toml's
     # project metadata edited since) would rightly reinstall, which is not this test's case.

@@ -59,6 +59,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.integration  # runs the script
 def test_cli_prints_one_tab_separated_line_for_setup() -> None:
     out = _cli("--requested", "--installed", "2.13.0+cpu", "torch==2.5.1+cu124")
     assert out.returncode == 0
@@ -69,6 +70,7 @@ def test_cli_prints_one_tab_separated_line_for_setup() -> None:
     assert out.stdout.split("\t")[0] == "install"
 
 
+@pytest.mark.integration  # runs the script
 def test_cli_reads_the_installed_torch() -> None:
     import torch
 
@@ -76,6 +78,7 @@ def test_cli_reads_the_installed_torch() -> None:
     assert out.returncode == 0 and out.stdout.startswith("keep\t")
 
 
+@pytest.mark.integration  # runs the script
 def test_cli_error_is_one_line_and_fails() -> None:
     out = _cli("--requested", "torchvision")
     assert out.returncode == 2 and out.stdout == ""
@@ -127,6 +130,7 @@ def _run_setup(tmp_path: Path, installed: str, torch_spec_env: str | None) -> tu
     return out.stdout, log.read_text().splitlines()
 
 
+@pytest.mark.integration  # runs setup.sh
 def test_setup_replaces_a_torch_that_does_not_match_the_requested_spec(tmp_path: Path) -> None:
     stdout, pip = _run_setup(tmp_path, "2.13.0+cpu", "torch==2.5.1+cu124")
     torch_lines = [line for line in stdout.splitlines() if "torch" in line]
@@ -136,6 +140,7 @@ def test_setup_replaces_a_torch_that_does_not_match_the_requested_spec(tmp_path:
 
 
 @pytest.mark.parametrize("torch_spec_env", [None, "torch==2.13.0"])
+@pytest.mark.integration  # runs setup.sh
 def test_setup_is_quiet_and_keeps_a_matching_torch(
     tmp_path: Path, torch_spec_env: str | None
 ) -> None:
@@ -145,6 +150,7 @@ def test_setup_is_quiet_and_keeps_a_matching_torch(
     assert any(call.startswith("pip install -q -e .[") for call in pip)
 
 
+@pytest.mark.integration  # runs setup.sh
 def test_setup_installs_the_default_torch_when_there_is_none(tmp_path: Path) -> None:
     stdout, pip = _run_setup(tmp_path, "none", None)
     assert "maple: installing torch==2.13.0 (no torch installed)" in stdout.splitlines()

@@ -105,6 +105,7 @@ def compose_cfg(*overrides: str):
         return compose("config", overrides=list(overrides))
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_calc_is_a_name_everywhere() -> None:
     mix = make_opponent("mix:calc=1,random=1", seed=0)
     assert isinstance(mix, OpponentMix)

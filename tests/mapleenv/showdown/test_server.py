@@ -52,6 +52,7 @@ def _wait(predicate, timeout: float = 20.0) -> bool:
 # ----------------------------------------------------------------------------- unit
 
 
+@pytest.mark.integration  # runs node
 def test_config_is_config_example_plus_overrides(tmp_path):
     directory = prepare_server_dir(tmp_path / "srv", 8123, overrides={"subprocesses": 1})
     script = (
@@ -98,6 +99,7 @@ def test_find_showdown_default_and_override(monkeypatch, tmp_path):
         find_showdown()
 
 
+@pytest.mark.integration  # runs node --version
 def test_missing_node_and_missing_package_are_clear_errors(monkeypatch, tmp_path, no_new_node):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(NodeNotFoundError, match=r"Node.js 18\+ not found on PATH.*make setup"):

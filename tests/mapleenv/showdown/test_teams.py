@@ -99,6 +99,7 @@ def test_export_and_packed_files_read_as_the_same_packed_team(tmp_path):
     assert inline.packed == exported.packed
 
 
+@pytest.mark.integration  # node validates the teams
 def test_a_folder_draws_its_teams_reproducibly_from_the_seed():
     teams = load_teams(TEAMS, "gen9ou")
     assert [Path(t.name).name for t in teams] == ["balance.txt", "bulky.txt", "offense.txt"]
@@ -203,6 +204,7 @@ def test_an_illegal_team_stops_the_start_with_the_validators_message(tmp_path, t
     assert set(child_node_pids()) <= before
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_gen9ou_without_a_team_or_with_a_missing_one_names_the_key():
     with pytest.raises(ConfigError, match="'gen9ou' needs a team.*set env.team=<team file"):
         to_train_config(compose_cfg("env.battle_format=gen9ou"))
@@ -216,6 +218,7 @@ def test_gen9ou_without_a_team_or_with_a_missing_one_names_the_key():
         PokemonEnv("gen9ou", backend="direct")
 
 
+@pytest.mark.integration  # node validates the teams
 def test_team_paths_resolve_against_the_start_directory(monkeypatch, tmp_path):
     """A relative env.team is relative to where the command starts (here: the repo root)
     and becomes absolute in the typed config, so env workers and shards agree on it."""

@@ -77,6 +77,7 @@ def test_shard_failed_error_names_shard_node_and_cause():
     assert str(err) == "Ray shard 1 (envs 4..7) on node 10.0.0.7 failed: step: actor died"
 
 
+@pytest.mark.integration  # a fresh Python process
 def test_single_machine_path_does_not_import_ray():
     code = "import sys, mapleenv, mapleenv.vector.ray; sys.exit(1 if 'ray' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0

@@ -141,6 +141,7 @@ def test_missing_checkpoint_fails_clearly(tmp_path):
         run(EvaluateConfig(checkpoint=str(tmp_path / "nope.pt")), tmp_path)
 
 
+@pytest.mark.integration  # runs the CLI
 def test_cli_error_and_logs_are_on_stderr_and_stdout_stays_empty(tmp_path):
     """A bad setting found by the app (after the preflight; logging is set up): the one
     error line and the log lines before it go to stderr and the run's log file

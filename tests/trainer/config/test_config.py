@@ -30,12 +30,14 @@ def compose_cfg(*overrides: str):
 @pytest.mark.parametrize(
     "experiment", sorted(p.stem for p in Path(CONF_DIR, "experiment").glob("*.yaml"))
 )
+@pytest.mark.integration  # node lists the simulator's formats
 def test_every_experiment_composes_and_validates(experiment: str) -> None:
     cfg = to_train_config(compose_cfg(f"+experiment={experiment}"))
     assert isinstance(cfg, TrainConfig)
     assert cfg.name == experiment
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_defaults_are_showdown_lstm_ppo() -> None:
     cfg = to_train_config(compose_cfg())
     assert isinstance(cfg.env, ShowdownEnvConfig) and cfg.env.opponent == "random"
@@ -48,6 +50,7 @@ def test_gym_env_with_the_lstm_experiment() -> None:
     assert cfg.model.kind == "lstm" and cfg.env.num_envs == 12
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_smoke_is_one_showdown_env_on_cpu() -> None:
     cfg = to_train_config(compose_cfg("+experiment=smoke"))
     assert isinstance(cfg.env, ShowdownEnvConfig)
@@ -55,6 +58,7 @@ def test_smoke_is_one_showdown_env_on_cpu() -> None:
     assert cfg.total_steps <= 4 * cfg.algo.rollout_steps
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_opponent_may_be_a_mix() -> None:
     cfg = to_train_config(compose_cfg("env.opponent={random: 0.5, max_power: 0.5}"))
     assert dict(cfg.env.opponent) == {"random": 0.5, "max_power": 0.5}
@@ -91,11 +95,13 @@ def test_wrong_type_fails() -> None:
         ("env.battles_per_worker=0", "battles_per_worker must be >= 1 and divide env.num_envs"),
     ],
 )
+@pytest.mark.integration  # node lists the simulator's formats
 def test_bad_values_fail_clearly(override: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         to_train_config(compose_cfg(override))
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_aux_coef_turns_on_the_env_target() -> None:
     """One key for the loss: the env's opponent_action target follows algo.aux_coef."""
     assert not to_train_config(compose_cfg()).env.opponent_action_target
@@ -121,6 +127,7 @@ def test_cli_rejects_a_bad_key_before_starting(tmp_path: Path) -> None:
     assert not (tmp_path / "metrics.csv").exists()
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_ray_vectorization_settings_compose() -> None:
     cfg = to_train_config(compose_cfg("env.vectorization=ray", "env.ray.shards=4"))
     assert cfg.env.vectorization == "ray" and cfg.env.ray.shards == 4
@@ -137,6 +144,7 @@ def test_ray_vectorization_settings_compose() -> None:
         ("env.battle_format=gen9ou", "'gen9ou' needs a team for each player"),
     ],
 )
+@pytest.mark.integration  # node lists the simulator's formats
 def test_bad_battle_formats_fail_at_start(override: str, message: str) -> None:
     """Checked against the pinned simulator's own format list before anything starts."""
     with pytest.raises(ConfigError, match=message):
@@ -144,6 +152,7 @@ def test_bad_battle_formats_fail_at_start(override: str, message: str) -> None:
     to_train_config(compose_cfg("env.battle_format=gen8randombattle"))  # a known one passes
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_the_env_refuses_an_unknown_format_before_starting_a_simulator() -> None:
     from mapleenv.env import PokemonEnv
 
@@ -151,6 +160,7 @@ def test_the_env_refuses_an_unknown_format_before_starting_a_simulator() -> None
         PokemonEnv("gen9randombatle", backend="direct")
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_mask_futile_is_an_env_key_and_an_evaluate_and_play_override() -> None:
     """``env.mask_futile`` reaches the env spec by name; evaluate and play may turn it on
     or off for a checkpoint (``mask_futile=``), else follow its run's setting."""

@@ -100,6 +100,7 @@ def test_resume_of_a_file_that_is_not_a_checkpoint_writes_nothing(tmp_path: Path
     assert_one_line_and_nothing_written(proc, tmp_path, "checkpoint not found", before)
 
 
+@pytest.mark.integration  # node lists the simulator's formats
 def test_allow_oversubscribe_is_the_documented_way_past_the_count_check() -> None:
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         too_many = compose("config", overrides=["+experiment=smoke", "env.num_envs=100000"])
