@@ -205,6 +205,7 @@ def test_bad_arguments():
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(700)
 def test_the_self_play_example_runs():
     script = Path(__file__).resolve().parents[2] / "examples" / "selfplay_pettingzoo.py"
     result = subprocess.run(

@@ -48,6 +48,7 @@ def _report(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(700)
 def test_settings_pool_their_seeds(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     base = ["+experiment=league_ppo", "max_minutes=20"]
@@ -92,6 +93,7 @@ def test_settings_pool_their_seeds(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(900)
 def test_a_run_is_evaluated_once_and_kept(tmp_path: Path) -> None:
     run_dir = _run_dir(tmp_path / "sweep" / "0", ["seed=3"], 0.5, 0.5)
     write_tiny_checkpoint(run_dir / "checkpoints" / "last.pt")

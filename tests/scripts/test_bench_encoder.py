@@ -15,6 +15,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_encoder.py"
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(400)
 def test_bench_encoder_times_the_named_encoder() -> None:
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--encoder", "simple", "--battles", "1"]

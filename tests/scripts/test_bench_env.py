@@ -81,6 +81,7 @@ def test_sim_ceiling_script_rejects_bad_arguments() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(400)
 def test_bench_env_prints_one_json_line_per_backend_and_size() -> None:
     out = subprocess.run(
         [
@@ -131,6 +132,7 @@ def test_bench_env_prints_one_json_line_per_backend_and_size() -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.timeout(400)
 def test_bench_env_alternates_maple_and_the_design_cards_shape() -> None:
     out = subprocess.run(
         [

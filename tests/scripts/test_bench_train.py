@@ -50,6 +50,7 @@ def _worktrees() -> str:
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.timeout(700)
 def test_baseline_mode_reports_both_sides_and_removes_its_worktree() -> None:
     out = _run("--baseline", "HEAD", "--pairs", "1", *TINY)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -92,6 +93,7 @@ def test_bad_baselines_are_one_line_errors(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
+@pytest.mark.timeout(700)
 def test_a_override_compares_settings_of_one_checkout() -> None:
     """``--baseline . --a-override``: both sides are this checkout, A with the override (two
     battles in one worker), B without; each run reports its workers' memory."""

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(400)
 def test_one_line_per_load_with_every_mode_timed() -> None:
     cmd = [
         sys.executable,

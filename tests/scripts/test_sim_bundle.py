@@ -26,6 +26,7 @@ print(find_showdown())
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(700)
 def test_a_battle_runs_from_the_unpacked_bundle(tmp_path: Path) -> None:
     bundle = tmp_path / "sim.tar.xz"
     cmd = [sys.executable, str(ROOT / "scripts" / "sim_bundle.py"), str(bundle), "--preset", "0"]

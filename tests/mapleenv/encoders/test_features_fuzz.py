@@ -55,6 +55,7 @@ class EncodingRandomPlayer(RandomPlayer):
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(400)
 def test_random_battles_encode_without_errors_within_bounds(showdown_server) -> None:
     players = [
         EncodingRandomPlayer(

@@ -105,6 +105,7 @@ def test_the_tiny_and_shipped_checkpoints_still_pass(tmp_path: Path):
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(400)
 def test_evaluate_says_it_in_one_line_with_exit_code_2(tmp_path: Path):
     """(A string hidden_size used to end it with a TypeError traceback from torch.) The
     line is an error log record, on stderr (stdout is for results)."""

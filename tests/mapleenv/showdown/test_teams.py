@@ -232,6 +232,7 @@ def test_team_paths_resolve_against_the_start_directory(monkeypatch, tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(700)
 def test_evaluate_takes_the_checkpoints_teams_or_the_given_ones(tmp_path, monkeypatch):
     """The checkpoint's env.team (relative, as configured) is the default; a given
     opponent_team replaces the opponent's and is validated the same way."""

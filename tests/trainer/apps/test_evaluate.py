@@ -157,6 +157,7 @@ def test_cli_error_and_logs_are_on_stderr_and_stdout_stays_empty(tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(700)
 def test_cli_end_to_end_writes_table_json_and_replays(showdown_server, tmp_path):
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny.pt")
     output = tmp_path / "out" / "eval.json"

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(600)
 def test_sweep_runs_every_setting_and_the_report_summarises_them(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     proc = subprocess.run(
