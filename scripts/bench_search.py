@@ -50,6 +50,9 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=3, help="worlds per decision")
     parser.add_argument("--max-actions", type=int, default=6, help="own choices searched")
     parser.add_argument("--seed", type=int, default=0, help="battle and search seeds")
+    parser.add_argument(
+        "--rollout-turns", type=int, default=0, help="greedy turns played past each searched one"
+    )
     args = parser.parse_args()
     views = decisions(args.decisions, args.seed)
     with SearchHost() as host:
@@ -61,7 +64,13 @@ def main() -> None:
                 world = {k: v for k, v in view.items() if k != "choices"}
                 rows.append(
                     host.request(
-                        "search", view=world, own=own, worlds=args.worlds, time_ms=budget, seed=i
+                        "search",
+                        view=world,
+                        own=own,
+                        worlds=args.worlds,
+                        time_ms=budget,
+                        seed=i,
+                        rollout=args.rollout_turns,
                     )
                 )
             sim_ms = [(r["ms"] - r["build_ms"]) / r["sims"] for r in rows if r["sims"]]
@@ -71,6 +80,7 @@ def main() -> None:
                         "budget_ms": budget,
                         "decisions": len(rows),
                         "worlds": args.worlds,
+                        "rollout_turns": args.rollout_turns,
                         "median_ms": round(statistics.median(r["ms"] for r in rows), 1),
                         "median_sims": statistics.median(r["sims"] for r in rows),
                         "median_worlds_done": statistics.median(r["worlds"] for r in rows),

@@ -43,8 +43,8 @@ def spearman(x: list[float], y: list[float]) -> float:
     return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
 
 
-def play(args: argparse.Namespace) -> list[tuple[int, float, float, float]]:
-    """(turn, value, hand evaluation, outcome) per agent decision."""
+def play(args: argparse.Namespace) -> list[tuple]:
+    """(turn, value, hand evaluation, outcome, rollout evaluations...) per agent decision."""
     checkpoint = load_checkpoint(args.checkpoint)
     policy = policy_from_snapshot(checkpoint).eval()
     env = PokemonEnv(
@@ -69,18 +69,26 @@ def play(args: argparse.Namespace) -> list[tuple[int, float, float, float]]:
                         torch.tensor([start]),
                     )
                 start = 0.0
-                hand = dump_state(env)["eval"]
-                battle_rows.append((env.battle.turn, float(value.reshape(-1)[0]), float(hand)))
+                dumped = dump_state(env, args.horizons)
+                rolled = [float(dumped["rollouts"][h]) for h in horizons(args)]
+                battle_rows.append(
+                    (env.battle.turn, float(value.reshape(-1)[0]), float(dumped["eval"]), rolled)
+                )
                 probs = torch.softmax(logits[0].float(), dim=-1)
                 action = int(torch.multinomial(probs, 1, generator=generator))
                 obs, _, terminated, truncated, info = env.step(action)
                 if terminated or truncated:
                     outcome = 1.0 if info.get("won") else -1.0
-                    rows += [(t, v, h, outcome) for t, v, h in battle_rows]
+                    rows += [(t, v, h, outcome, *r) for t, v, h, r in battle_rows]
                     break
     finally:
         env.close()
     return rows
+
+
+def horizons(args: argparse.Namespace) -> list[str]:
+    """The rollout horizons asked for, as the host keys them ("3", "8")."""
+    return [h for h in args.horizons.split(",") if h]
 
 
 def main() -> None:
@@ -91,6 +99,11 @@ def main() -> None:
     parser.add_argument("--battles", type=int, default=60, help="battles to play")
     parser.add_argument("--opponent", default="heuristic", help="the other seat's player")
     parser.add_argument("--seed", type=int, default=0, help="battle and sampling seed")
+    parser.add_argument(
+        "--horizons",
+        default="",
+        help="greedy-rollout horizons in turns to score too, e.g. 3,8,500 (four playouts each)",
+    )
     args = parser.parse_args()
     rows = play(args)
     report: dict = {"decisions": len(rows), "battles": args.battles, "opponent": args.opponent}
@@ -108,6 +121,9 @@ def main() -> None:
             "value": round(spearman([r[1] for r in part], outcome), 3),
             "hand": round(spearman([r[2] for r in part], outcome), 3),
         }
+        for i, h in enumerate(horizons(args)):
+            rolled = [r[4 + i] for r in part]
+            report[name][f"rollout {h}"] = round(spearman(rolled, outcome), 3)
     print(json.dumps(report))
 
 

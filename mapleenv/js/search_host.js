@@ -8,7 +8,7 @@
  * Requests:
  *   {"id": 1, "cmd": "search", "view": {...}, "own": ["move 1", "switch 3", ...],
  *    "worlds": K, "sims": N | null, "time_ms": T | null, "seed": S, "uniform": u,
- *    "iterations": R, "truth": [sets] | null}
+ *    "iterations": R, "rollout": greedy turns past the searched one, "truth": [sets] | null}
  *     -> {"id": 1, "q": [score per own choice, null where no world allowed it],
  *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t,
  *         "build_ms": time spent building the worlds}
@@ -70,6 +70,7 @@ function search(req) {
   const maxSims = req.sims == null ? Infinity : req.sims;
   const maxMs = req.time_ms == null ? Infinity : req.time_ms;
   const K = Math.max(1, req.worlds || 1);
+  const rolloutTurns = Math.max(0, Math.min(500, req.rollout || 0));
   if (!req.own.length) return {q: [], ours: [], sims: 0, worlds: 0, ms: elapsed()};
   const worlds = [];
   for (let k = 0; k < K && elapsed() < maxMs; k++) worlds.push(makeWorld(req, k));
@@ -87,7 +88,7 @@ function search(req) {
           // common random numbers: every own choice meets reply b with the same seed, so
           // their scores differ by the choice more than by damage rolls and crits
           const value = playPair(Sim, world.snapshot, req.own[a], world.foe[b],
-            seedOf(req.seed, pass, k, b, 3));
+            seedOf(req.seed, pass, k, b, 3), rolloutTurns);
           sims++;
           if (value === null) {
             world.refused.add(a);

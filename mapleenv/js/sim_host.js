@@ -40,6 +40,25 @@ function parseArgs(argv) {
 
 const {summarize} = require('./search/fields');
 const {evaluate} = require('./search/game');
+const {rollout} = require('./search/rollout');
+
+/** The hand evaluation after greedy rollouts of each horizon in `horizons` ("3,8": turns;
+ * four seeded playouts each, averaged): how well a rollout-scored leaf ranks positions. */
+function rolloutEvals(battle, seat, horizons) {
+  if (!horizons) return {};
+  const snapshot = JSON.stringify(battle.toJSON());
+  const out = {};
+  for (const turns of horizons.split(',').map(Number).filter(n => n > 0 && n <= 500)) {
+    let total = 0;
+    for (let k = 0; k < 4; k++) {
+      const clone = Sim.Battle.fromJSON(snapshot);
+      clone.resetRNG([turns, k, 7, 11]);
+      total += evaluate(rollout(clone, turns), seat);
+    }
+    out[turns] = total / 4;
+  }
+  return out;
+}
 const opts = parseArgs(process.argv.slice(2));
 const Sim = loadSim(opts.showdownDir);
 
@@ -83,7 +102,8 @@ class Client {
       if (command === 'destroy') {
         this.drop(id);
       } else if (command.startsWith('dumpstate')) {
-        this.dumpState(id, command.split(' ')[1] === 'p2' ? 1 : 0);
+        const [, seat, horizons] = command.split(' ');
+        this.dumpState(id, seat === 'p2' ? 1 : 0, horizons);
       } else {
         let battle = this.battles.get(id);
         if (!battle) {
@@ -97,13 +117,13 @@ class Client {
     }
     this.out.push(`${id}\nack\n\n`);
   }
-  dumpState(id, seat) {
+  dumpState(id, seat, horizons) {
     const hosted = this.battles.get(id);
     if (!hosted || !hosted.battle) throw new Error(`no battle ${id}`);
     const battle = hosted.battle;
     const truth = battle.sides[1 - seat].pokemon.map(mon => mon.set);
     const state = JSON.stringify({state: summarize(battle, seat), truth,
-      eval: evaluate(battle, seat)});
+      eval: evaluate(battle, seat), rollouts: rolloutEvals(battle, seat, horizons)});
     this.out.push(`${id}\nstate\n${state}\n\n`);
   }
   drop(id) {

@@ -39,6 +39,7 @@ class SearchConfig:
     confident: float = 0.95  # a prior this sure of one action is not searched
     temperature: float = 0.03  # weight of the prior against the search's scores
     uniform: float = 0.25  # share of the opponent model spread over all its actions
+    rollout_turns: int = 0  # greedy turns played past each searched turn before scoring it
     hosts: int = 1  # search hosts (Node processes) searching decisions side by side
     seed: int = 0
 
@@ -54,6 +55,7 @@ class SearchConfig:
             "search.confident": 0 < self.confident <= 1,
             "search.temperature": self.temperature > 0,
             "search.uniform": 0 <= self.uniform <= 1,
+            "search.rollout_turns": 0 <= self.rollout_turns <= 500,
             "search.hosts": 1 <= self.hosts <= 64,
             "search.seed": 0 <= self.seed < 2**32,
         }
@@ -189,6 +191,7 @@ class Searcher:
             "time_ms": self.config.time_ms,
             "seed": zlib.crc32(key, self.config.seed),
             "uniform": self.config.uniform,
+            "rollout": self.config.rollout_turns,
         }
 
     def choose(self, decisions: Sequence[Decision]) -> list[int]:

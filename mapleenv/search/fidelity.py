@@ -40,12 +40,14 @@ def compare(truth: dict[str, Any], built: dict[str, Any]) -> list[str]:
     return [k for k, v in flat_truth.items() if not _same(k, v, flat_built.get(k))]
 
 
-def dump_state(env: Any) -> dict[str, Any]:
+def dump_state(env: Any, horizons: str = "") -> dict[str, Any]:
     """The simulator host's ``dumpstate`` of a direct-backend ``PokemonEnv``'s battle from
     the agent's seat: ``state`` (tracked fields), ``truth`` (the opponent's sets), ``eval``
-    (the hand evaluation)."""
+    (the hand evaluation) and ``rollouts`` (the hand evaluation after greedy playouts of
+    each horizon in ``horizons``, e.g. ``"3,8"`` turns)."""
     backend = env._backend
-    replies = backend.host.send(backend.session.battle_id, [f"dumpstate {env.battle.player_role}"])
+    command = f"dumpstate {env.battle.player_role} {horizons}".strip()
+    replies = backend.host.send(backend.session.battle_id, [command])
     return json.loads(next(d for kind, d in replies if kind == "state"))
 
 

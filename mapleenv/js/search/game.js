@@ -8,6 +8,8 @@
  * opponent knows its own team) and each own choice gets its expected score against the
  * opponent model.
  */
+const {rollout} = require('./rollout');
+
 const STATUS_COST = {brn: 0.15, par: 0.15, psn: 0.1, tox: 0.2, slp: 0.25, frz: 0.3};
 const HAZARD_COST = {stealthrock: 0.06, spikes: 0.04, toxicspikes: 0.04, stickyweb: 0.04};
 const SCREEN_GAIN = {reflect: 0.08, lightscreen: 0.08, auroraveil: 0.12, tailwind: 0.06};
@@ -72,13 +74,15 @@ function legalChoices(side) {
   return choices;
 }
 
-/** Play one pair on a clone of `snapshot`; the hand score after the turn, or null when the
- * world refuses the own choice (a choice the real request allows but the world does not). */
-function playPair(Sim, snapshot, own, foe, seed) {
+/** Play one pair on a clone of `snapshot` (then `rolloutTurns` greedy turns,
+ * rollout.js); the hand score after that, or null when the world refuses the own choice (a
+ * choice the real request allows but the world does not). */
+function playPair(Sim, snapshot, own, foe, seed, rolloutTurns = 0) {
   const battle = Sim.Battle.fromJSON(snapshot);
   battle.resetRNG(seed);
   if (!battle.choose('p1', own)) return null;
   if (foe && !battle.choose('p2', foe)) return null;
+  if (rolloutTurns > 0) rollout(battle, rolloutTurns);
   return evaluate(battle);
 }
 

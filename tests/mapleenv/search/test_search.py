@@ -49,9 +49,14 @@ def mid_battle_decisions(seed: int, count: int, min_turn: int = 3) -> Iterator[D
         env.close()
 
 
-def test_searched_choices_are_legal_and_repeat_under_a_seed_and_sim_budget() -> None:
+@pytest.mark.parametrize("rollout_turns", [0, 3])
+def test_searched_choices_are_legal_and_repeat_under_a_seed_and_sim_budget(
+    rollout_turns: int,
+) -> None:
     decisions = list(mid_battle_decisions(seed=3, count=6))
-    config = SearchConfig(time_ms=None, sims=60, worlds=2, confident=1.0)
+    config = SearchConfig(
+        time_ms=None, sims=60, worlds=2, confident=1.0, rollout_turns=rollout_turns
+    )
     first, second = Searcher(config), Searcher(config)
     try:
         picks = first.choose(decisions)

@@ -1,0 +1,85 @@
+'use strict';
+/**
+ * Rollouts: play a cloned battle a few turns further with a fast greedy policy on both
+ * sides, so a leaf is scored after the searched turn's consequences play out (a switch-in
+ * attacks, a boost is used, a slower Pokémon moves), not right after it. The greedy policy
+ * picks the move with the highest expected damage by the simulator's own damage formula
+ * (abilities, items, weather, boosts, Tera included), a status move only when nothing
+ * damages, and on a forced switch the Pokémon whose best move hurts the foe most.
+ */
+
+/** The expected damage of `mon`'s move `id` on `target`: 0 when it cannot hurt it. */
+function expectedDamage(battle, mon, target, id) {
+  const move = battle.dex.getActiveMove(id);
+  if (move.category === 'Status' || !target || target.fainted) return 0;
+  let damage;
+  try {
+    damage = battle.actions.getDamage(mon, target, move, true);
+  } catch (err) {
+    return 0;
+  }
+  if (typeof damage !== 'number' || !(damage > 0)) return 0;
+  const hits = Array.isArray(move.multihit) ? (move.multihit[0] + move.multihit[1]) / 2
+    : (move.multihit || 1);
+  const accuracy = move.accuracy === true ? 1 : move.accuracy / 100;
+  return Math.min(target.hp, damage * hits) * accuracy;
+}
+
+/** The best expected damage `mon` does to `target` with its usable moves. */
+function bestDamage(battle, mon, target) {
+  let best = 0;
+  for (const slot of mon.moveSlots) {
+    if (slot.pp > 0 && !slot.disabled) {
+      best = Math.max(best, expectedDamage(battle, mon, target, slot.id));
+    }
+  }
+  return best / Math.max(1, target ? target.maxhp : 1);
+}
+
+/** The greedy choice of a side for its current request, or null when it has none. */
+function greedyChoice(battle, side) {
+  const request = side.activeRequest;
+  if (!request || request.wait) return null;
+  const foe = side.foe.active[0];
+  if (request.forceSwitch) {
+    let best = null;
+    let bestScore = -Infinity;
+    side.pokemon.forEach((mon, i) => {
+      if (i === 0 || mon.fainted) return;
+      const score = bestDamage(battle, mon, foe) + 0.5 * mon.hp / mon.maxhp;
+      if (score > bestScore) [best, bestScore] = [i, score];
+    });
+    return best === null ? 'pass' : `switch ${best + 1}`;
+  }
+  const active = request.active && request.active[0];
+  const mon = side.active[0];
+  if (!active || !mon) return 'default';
+  let best = null;
+  let bestDamageDone = -1;
+  active.moves.forEach((move, i) => {
+    if (move.disabled) return;
+    const damage = expectedDamage(battle, mon, foe, move.id);
+    if (damage > bestDamageDone) [best, bestDamageDone] = [i, damage];
+  });
+  return best === null ? 'default' : `move ${best + 1}`;
+}
+
+/** Play `turns` more turns (forced switches included) with the greedy policy on both
+ * sides; a choice the simulator refuses falls back to its default. */
+function rollout(battle, turns) {
+  const last = battle.turn + turns;
+  for (let step = 0; step < 4 * turns + 4 && !battle.ended && battle.turn < last; step++) {
+    let chose = false;
+    for (const side of battle.sides) {
+      const choice = greedyChoice(battle, side);
+      if (choice === null || side.isChoiceDone()) continue;
+      if (!battle.choose(side.id, choice)) battle.choose(side.id, 'default');
+      chose = true;
+      if (battle.ended) break;
+    }
+    if (!chose) break;
+  }
+  return battle;
+}
+
+module.exports = {bestDamage, expectedDamage, greedyChoice, rollout};
