@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,10 +105,27 @@ def test_unregistered_gym_id_fails_clearly(tmp_path: Path) -> None:
         train(cfg, tmp_path)
 
 
+class _ScriptedClock:
+    """``time`` for trainer.run.train whose ``perf_counter`` moves only by the scripted
+    iteration lengths (plus a microsecond a read): the stop rule is checked without
+    depending on the box's speed."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 1e-6
+        return self.now
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
 @pytest.mark.integration
 def test_max_minutes_stops_the_run_anneals_by_time_and_adds_up_over_resume(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from trainer.run import train as train_module
     from trainer.run.checkpoint import load_checkpoint
 
     common = [
@@ -122,6 +140,17 @@ def test_max_minutes_stops_the_run_anneals_by_time_and_adds_up_over_resume(
         "tensorboard=false",
         "checkpoint_every=0",
     ]
+    clock = _ScriptedClock()
+    lengths = iter([0.3, 0.7] + [0.3] * 100)  # one long iteration early on
+    monkeypatch.setattr(train_module, "time", clock)
+    iterate = train_module.Trainer.train_iteration
+
+    def scripted_iteration(self):
+        row = iterate(self)
+        clock.now += next(lengths)
+        return row
+
+    monkeypatch.setattr(train_module.Trainer, "train_iteration", scripted_iteration)
 
     def run(minutes: float, *extra: str) -> list[dict[str, str]]:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
@@ -132,23 +161,22 @@ def test_max_minutes_stops_the_run_anneals_by_time_and_adds_up_over_resume(
 
     rows = run(0.04)  # 2.4 s
     ckpt = load_checkpoint(tmp_path)
-    seconds = ckpt["train_seconds"]
-    # the run stops before the budget when one more iteration as long as the longest would
-    # pass it: it ends within the budget, or over it by less than its longest iteration
-    # when the last one was longer than any before (a loaded box: CI once read 4.84 s of 4.8)
-    longest = ckpt["iteration_seconds"]
-    assert 2.4 - 2 * longest - 0.5 <= seconds <= 2.4 + longest
-    lrs = [float(r["lr"]) for r in rows]
-    assert lrs[0] == 3e-4 and lrs == sorted(lrs, reverse=True) and lrs[-1] < 3e-4 * 0.5
+    # the run stops when one more iteration as long as the longest (0.7 s, not the last
+    # 0.3 s) would pass the budget: after 0.3 + 0.7 + 3 * 0.3 = 1.9 s (1.9 + 0.7 > 2.4)
+    assert len(rows) == 5
+    assert ckpt["train_seconds"] == pytest.approx(1.9, abs=1e-3)
+    assert ckpt["iteration_seconds"] == pytest.approx(0.7, abs=1e-3)
+    lrs = [float(r["lr"]) for r in rows]  # annealed by time: 1 - seconds / budget
+    assert lrs == pytest.approx([3e-4 * (1 - t / 2.4) for t in (0, 0.3, 1.0, 1.3, 1.6)], rel=1e-3)
 
     rows = run(0.08, f"resume={tmp_path}")  # the budget counts the first segment too
     ckpt = load_checkpoint(tmp_path)
-    total = ckpt["train_seconds"]
-    longest = ckpt["iteration_seconds"]
-    assert 4.8 - 2 * longest - 0.5 <= total <= 4.8 + longest
+    # 1.9 s + 8 * 0.3 s = 4.3 s: one more 0.7 s iteration would end at 5.0 s, past 4.8 s
+    assert len(rows) == 5 + 8
+    assert ckpt["train_seconds"] == pytest.approx(4.3, abs=1e-3)
     resumed = [float(r["lr"]) for r in rows[len(lrs) :]]
-    assert resumed and resumed[0] <= 3e-4 * (1 - seconds / 4.8) + 1e-9
-    assert resumed[0] > resumed[-1]
+    assert resumed[0] == pytest.approx(3e-4 * (1 - 1.9 / 4.8), rel=1e-3)
+    assert resumed == sorted(resumed, reverse=True) and resumed[-1] < resumed[0]
 
 
 def test_the_update_uses_its_own_thread_count_and_the_rollout_gets_its_own_back(
