@@ -98,6 +98,9 @@ class PokemonEnv(gymnasium.Env):
         self._backend: BattleBackend | None = None
         self._battle: Battle | None = None
         self._decisions: list[dict[str, Any]] = []  # the agent's choices, for its replay
+        # the policy's probability of the next action, when its caller sets it (evaluation
+        # with replays: ``envs.set_attr``); the replay shows it beside the choice; used once
+        self.choice_probability: float | None = None
         self._legal: dict[int, BattleOrder] = {}
         self._last_obs: dict[str, np.ndarray] | None = None
         self._episode_over = True
@@ -341,7 +344,9 @@ class PokemonEnv(gymnasium.Env):
                 )
             order = DefaultBattleOrder()
         if self.env_spec.replay_dir is not None:
-            self._decisions.append(decision(self._battle, order.message.removeprefix("/choose ")))
+            choice = order.message.removeprefix("/choose ")
+            self._decisions.append(decision(self._battle, choice, self.choice_probability))
+        self.choice_probability = None
         try:
             battle = self._backend.step(order)
         except BattleAborted as exc:

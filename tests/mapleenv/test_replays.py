@@ -111,6 +111,14 @@ def test_evaluate_save_replays_writes_complete_replays(tmp_path: Path) -> None:
     result = json.loads((tmp_path / "evaluation.json").read_text())["opponents"]["random"]
     replays = sorted((tmp_path / "replays" / "random").glob("battle-*.html"))
     assert replays
-    lines, last_turn = check_replay(replays[0].read_text(encoding="utf-8"))
+    page = replays[0].read_text(encoding="utf-8")
+    lines, last_turn = check_replay(page)
     assert last_turn == result["mean_turns"]  # the one counted battle
     assert any(line.startswith("|win|") or line == "|tie" for line in lines)
+    # the agent's choices, each with the policy's probability of it, for the offline viewer
+    [extra] = re.findall(r'class="maple-replay-data">(.*?)</script>', page, re.DOTALL)
+    decisions = json.loads(extra)["decisions"]
+    assert len(decisions) >= last_turn
+    assert all(d["choice"].startswith(("move ", "switch ")) for d in decisions)
+    assert all(0.0 < d["probability"] <= 1.0 for d in decisions)
+    assert [d["line"] for d in decisions] == sorted(d["line"] for d in decisions)

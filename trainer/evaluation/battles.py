@@ -40,13 +40,15 @@ def play_battles(
     on_end: Callable[[dict[str, Any]], None] | None = None,
     searcher: Any = None,
     outcomes: list[list[int]] | None = None,
+    record_choices: bool = False,
 ) -> tuple[int, int, list[int]]:
     """Play ``battles`` counted battles on a SAME_STEP-autoreset vector env.
 
     Returns ``(wins, battles, turns per battle)``. ``on_battle(won)`` runs per counted
     battle (progress), ``on_end(info)`` too with the battle's final info. A ``searcher``
     (``mapleenv.search.Searcher``; the envs' spec has ``search_view``) re-decides the
-    policy's picks by decision-time search.
+    policy's picks by decision-time search. ``record_choices`` (the envs write replays):
+    each env is told the policy's probability of its pick, which its replay shows.
     """
     n = envs.num_envs
     quota = np.array([battles // n + (i < battles % n) for i in range(n)])
@@ -69,6 +71,8 @@ def play_battles(
         picks = actions.cpu().numpy()
         if searcher is not None:
             picks = _searched(searcher, logits, picks, info)
+        if record_choices:
+            _note_probabilities(envs, logits, picks)
         obs, _, terminated, truncated, info = envs.step(picks)
         done = terminated | truncated
         start = done.astype(np.float32)
@@ -89,6 +93,13 @@ def play_battles(
             if on_battle is not None:
                 on_battle(bool(won))
     return wins, battles, turns
+
+
+def _note_probabilities(envs: Any, logits: torch.Tensor, picks: np.ndarray) -> None:
+    """Give each env the policy's probability of its pick (``PokemonEnv.choice_probability``,
+    shown in its replay): one more message to the workers per step, only with replays."""
+    probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+    envs.set_attr("choice_probability", [float(probs[i, a]) for i, a in enumerate(picks)])
 
 
 def _searched(searcher: Any, logits: torch.Tensor, picks: np.ndarray, info: dict) -> np.ndarray:
@@ -197,6 +208,7 @@ def evaluate_policy(
                     progress,
                     quality,
                     searcher,
+                    record_choices=replay_dir is not None,
                 )
             finally:
                 envs.close()
@@ -287,9 +299,12 @@ def _play_opponent(
     progress: Callable[[str, int, int], None] | None,
     quality: QualityLog,
     searcher: Any = None,
+    *,
+    record_choices: bool = False,
 ) -> OpponentResult:
     """``battles`` counted battles against one opponent on ``envs``, logged; ``quality``
-    counts each counted battle's play quality from its log."""
+    counts each counted battle's play quality from its log (``record_choices``: see
+    :func:`play_battles`)."""
     done = 0
 
     def on_battle(won: bool) -> None:
@@ -313,6 +328,7 @@ def _play_opponent(
         on_end=quality,
         searcher=searcher,
         outcomes=outcomes,
+        record_choices=record_choices,
     )
     mean_turns = float(np.mean(turns)) if turns else math.nan
     search = searcher.stats.as_dict() if searcher is not None else None
