@@ -257,14 +257,47 @@ def test_load_policy_rebuilds_the_policy_without_hydra(tmp_path: Path) -> None:
     assert logits.shape == (2, 2) and value.shape == (2,) and hidden[0].shape == (1, 2, 32)
 
 
-def _start_endless_run(tmp_path: Path) -> subprocess.Popen:
+# ``python -m trainer`` whose final save (the first after a Ctrl-C, SIGINT ignored by then)
+# says so in the file argv[1] + ".saving" and waits for argv[1] + ".go": the test places its
+# second Ctrl-C inside that save by a condition, not by a sleep.
+_HOLD_FINAL_SAVE = """
+import runpy, signal, sys, time
+from pathlib import Path
+import trainer.run.train as train_module
+marker = sys.argv.pop(1)
+real_save = train_module.save_checkpoint
+def held_save(*args, **kwargs):
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN and not Path(marker + ".saving").exists():
+        Path(marker + ".saving").touch()
+        deadline = time.monotonic() + 60
+        while not Path(marker + ".go").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return real_save(*args, **kwargs)
+train_module.save_checkpoint = held_save
+sys.argv[0] = "trainer"
+runpy.run_module("trainer", run_name="__main__", alter_sys=True)
+"""
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, seconds: float) -> None:
+    """Wait until ``path`` exists (the run still going), or fail after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"{path.name} never appeared (exit code {proc.poll()})")
+        time.sleep(0.01)
+
+
+def _start_endless_run(tmp_path: Path, hold_final_save: str | None = None) -> subprocess.Popen:
     """An endless CartPole run with async env workers, in its own process group, once it
-    has written metrics."""
+    has written metrics; with ``hold_final_save`` (a path prefix) its final save waits
+    (``_HOLD_FINAL_SAVE``)."""
+    launch = ["-c", _HOLD_FINAL_SAVE, hold_final_save] if hold_final_save else ["-m", "trainer"]
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "trainer",
+            *launch,
             "env=gym",
             "env.id=CartPole-v1",
             "env.num_envs=2",
@@ -306,11 +339,13 @@ def _assert_final_checkpoint(tmp_path: Path, returncode: int, out: str) -> None:
 def test_ctrl_c_saves_a_final_checkpoint(tmp_path: Path) -> None:
     # Like Ctrl-C in a terminal: SIGINT to the whole process group (trainer and its async
     # env workers), then a second one while the final checkpoint is being written.
-    proc = _start_endless_run(tmp_path)
+    hold = str(tmp_path / "final_save")
+    proc = _start_endless_run(tmp_path, hold_final_save=hold)
     try:
         os.killpg(proc.pid, signal.SIGINT)
-        time.sleep(0.05)
+        _wait_for(Path(hold + ".saving"), proc, 60)  # the final save has begun
         os.killpg(proc.pid, signal.SIGINT)
+        Path(hold + ".go").touch()
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
