@@ -57,6 +57,7 @@ def test_simple_encoder_hand_worked_vector():
 def test_recorded_battles_encode_inside_the_box():
     encoder = SimpleEncoder()
     box = observation_box(encoder)
+    assert RECORDED_BATTLES
     for path in RECORDED_BATTLES:
         vectors, _ = replay_decisions(path, encoder.encode)
         assert vectors

@@ -68,6 +68,7 @@ def test_recorded_battles_rich_prefix_unchanged_and_in_bounds(path) -> None:
     rich, rich2 = RichEncoder(), Rich2Encoder()
     box = observation_box(rich2)
     pairs, _ = replay_decisions(path, lambda b: (rich.encode(b), rich2.encode(b)))
+    assert pairs
     for v1, v2 in pairs:
         assert np.array_equal(v2[: v1.size], v1)
         assert box.contains(v2)

@@ -241,6 +241,7 @@ def test_a_training_checkpoint_is_plain_data_and_resume_restores_it_exactly(tmp_
         assert all(torch.equal(state[k], v) for k, v in raw["model"].items())
         optimizer = resumed.optimizer.state_dict()
         assert optimizer["param_groups"] == raw["optimizer"]["param_groups"]
+        assert raw["optimizer"]["state"]  # the saved run stepped its optimizer
         for key, moments in raw["optimizer"]["state"].items():
             assert all(torch.equal(optimizer["state"][key][n], t) for n, t in moments.items())
         assert resumed.reward_norm.state_dict() == raw["reward_norm"]

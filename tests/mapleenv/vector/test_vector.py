@@ -78,6 +78,7 @@ def test_two_envs_play_full_episodes_and_survive_a_server_crash(tmp_path):
         assert all(isinstance(f["won"], (bool, np.bool_)) for _, f in finished)
         assert all(f["battle_tag"].startswith("battle-gen9randombattle-") for _, f in finished)
         # workers import mapleenv only: no torch (hence no CUDA) in them
+        assert envs.processes
         for process in envs.processes:
             assert "libtorch" not in _maps(process.pid)
 

@@ -138,7 +138,8 @@ def test_opponent_stats_reads_finished_episodes(mode):
     assert rates == pytest.approx(
         {"win_rate/random": 1.0, "win_rate/self": 0.5, "win_rate/heuristic": 0.5}
     )
-    assert all(math.isnan(v) for v in envs.pop_win_rates().values())  # popped
+    popped = envs.pop_win_rates()
+    assert popped.keys() == rates.keys() and all(math.isnan(v) for v in popped.values())
     envs.close()
 
 

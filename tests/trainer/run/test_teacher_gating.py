@@ -82,7 +82,7 @@ def test_the_teacher_is_computed_until_kickstarting_ends_then_never(tmp_path: Pa
         trainer.train_iteration()  # step 0 -> 32: cloning weight 1
         assert_teacher_in_buffer(trainer)
         first = teacher_calls(trainer)
-        assert all(c >= 16 for c in first)  # every worker asked its teacher at each decision
+        assert first and all(c >= 16 for c in first)  # each worker asked at each decision
         row = trainer.train_iteration()  # 32 -> 64: the weight reaches 0, teacher off
         assert row["kickstart_coef"] == 0.5 and 0 <= row["teacher_agreement"] <= 1
         assert not trainer.teacher.active
