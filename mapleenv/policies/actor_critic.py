@@ -115,11 +115,11 @@ class ActorCritic(StatelessPolicy):
 
     def _features(
         self, obs: torch.Tensor, hidden: Hidden, episode_start: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
+    ) -> tuple[tuple[torch.Tensor, torch.Tensor], Hidden]:
         """The actor's and the critic's features ``[T, B, F]`` and the new state."""
         if self.critic_trunk is None:
             feat, new_hidden = self.trunk(obs, hidden, episode_start)
-            return feat, feat, new_hidden
+            return (feat, feat), new_hidden
         half = self.cfg.hidden_size
         actor_h = tuple(x[..., :half] for x in hidden)
         critic_h = tuple(x[..., half:] for x in hidden)
@@ -128,34 +128,17 @@ class ActorCritic(StatelessPolicy):
         new_hidden = tuple(
             torch.cat([a, c], dim=-1) for a, c in zip(actor_new, critic_new, strict=True)
         )
-        return feat, critic_feat, new_hidden
-
-    def forward_sequence(
-        self,
-        obs: torch.Tensor,
-        action_mask: torch.Tensor,
-        hidden: Hidden,
-        episode_start: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
-        feat, critic_feat, new_hidden = self._features(obs, hidden, episode_start)
-        return (*self._heads(feat, critic_feat, action_mask), new_hidden)
-
-    def forward_sequence_aux(
-        self,
-        obs: torch.Tensor,
-        action_mask: torch.Tensor,
-        hidden: Hidden,
-        episode_start: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, Hidden, torch.Tensor]:
-        if self.aux_head is None:
-            return super().forward_sequence_aux(obs, action_mask, hidden, episode_start)
-        feat, critic_feat, new_hidden = self._features(obs, hidden, episode_start)
-        logits, value = self._heads(feat, critic_feat, action_mask)
-        return logits, value, new_hidden, self.aux_head(feat).float()
+        return (feat, critic_feat), new_hidden
 
     def _heads(
-        self, feat: torch.Tensor, critic_feat: torch.Tensor, action_mask: torch.Tensor
+        self, features: tuple[torch.Tensor, torch.Tensor], action_mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits and value from the actor's and the critic's features."""
+        feat, critic_feat = features
         logits = mask_logits(self.policy_head(feat).float(), action_mask)
         return logits, self.value_head(critic_feat).float().squeeze(-1)
+
+    def _aux_logits(self, features: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """The aux head on the actor's features."""
+        assert self.aux_head is not None
+        return self.aux_head(features[0])

@@ -227,7 +227,7 @@ class AttentionActorCritic(StatelessPolicy):
 
     def _features(
         self, obs: torch.Tensor, hidden: Hidden, episode_start: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, Hidden]:
+    ) -> tuple[tuple[torch.Tensor, ...], Hidden]:
         """Own, move and context tokens ``[S, K, d]`` after the transformer, the LSTM memory
         ``[S, h]`` (``S = T * B``) and the new state."""
         steps, batch = episode_start.shape
@@ -249,17 +249,14 @@ class AttentionActorCritic(StatelessPolicy):
         memory, new_hidden = run_lstm(
             self.lstm, pooled.view(steps, batch, -1), hidden, episode_start
         )
-        return own, moves, context, memory.reshape(steps * batch, -1), new_hidden
+        return (own, moves, context, memory.reshape(steps * batch, -1)), new_hidden
 
-    def _outputs(
-        self,
-        own: torch.Tensor,
-        moves: torch.Tensor,
-        context: torch.Tensor,
-        memory: torch.Tensor,
-        action_mask: torch.Tensor,
+    def _heads(
+        self, features: tuple[torch.Tensor, ...], action_mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked logits ``[T, B, A]`` and value ``[T, B]`` from the features."""
+        """Masked logits ``[T, B, A]`` and value ``[T, B]``: each action scored from the
+        token it acts on, the value from the context token."""
+        own, moves, context, memory = features
         steps, batch = action_mask.shape[:2]
         switch = self.switch_head(own, memory).squeeze(-1)  # [S, 6]
         move = self.move_head(moves, memory)  # [S, 4, 5]
@@ -268,30 +265,11 @@ class AttentionActorCritic(StatelessPolicy):
         logits = mask_logits(logits.float().view(steps, batch, -1), action_mask)
         return logits, value.float().view(steps, batch)
 
-    def forward_sequence(
-        self,
-        obs: torch.Tensor,
-        action_mask: torch.Tensor,
-        hidden: Hidden,
-        episode_start: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
-        own, moves, context, memory, new_hidden = self._features(obs, hidden, episode_start)
-        logits, value = self._outputs(own, moves, context, memory, action_mask)
-        return logits, value, new_hidden
-
-    def forward_sequence_aux(
-        self,
-        obs: torch.Tensor,
-        action_mask: torch.Tensor,
-        hidden: Hidden,
-        episode_start: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, Hidden, torch.Tensor]:
-        if self.aux_head is None:
-            return super().forward_sequence_aux(obs, action_mask, hidden, episode_start)
-        own, moves, context, memory, new_hidden = self._features(obs, hidden, episode_start)
-        logits, value = self._outputs(own, moves, context, memory, action_mask)
-        aux = self.aux_head(context.unsqueeze(1), memory).float()
-        return logits, value, new_hidden, aux.view(*episode_start.shape, -1)
+    def _aux_logits(self, features: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """The aux head, read like the value from the context token: ``[S, 1, K]``."""
+        assert self.aux_head is not None
+        _, _, context, memory = features
+        return self.aux_head(context.unsqueeze(1), memory)
 
 
 def _masked_mean(x: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
