@@ -56,11 +56,13 @@ from mapleenv.measure import machine_info, process_cpu, process_role
 from mapleenv.policies import build_policy, load_checkpoint
 from trainer.algos.buffer import ChunkBatch
 from trainer.algos.ppo import evaluate_chunks, ppo_losses, ppo_update
+from trainer.algos.terms import kickstart_term
 from trainer.config import to_train_config
 from trainer.run.train import Trainer
 
 REPO = Path(__file__).resolve().parent.parent
 PARTS = ("learner", "checkpoints", "sim")
+KICKSTART = [kickstart_term(1.0)]  # the update's full work, the teacher term too
 
 
 def config(overrides: list[str]) -> Any:
@@ -137,17 +139,14 @@ def to_device(batch: ChunkBatch, device: torch.device) -> ChunkBatch:
 def outputs(policy: Any, batch: ChunkBatch, algo: Any, bf16: bool = False) -> dict:
     """Masked logits, values and the PPO loss of the whole batch (no gradient)."""
     idx = torch.arange(batch.num_chunks, device=batch.obs.device)
-    autocast = (
-        torch.autocast(device_type=batch.obs.device.type, dtype=torch.bfloat16)
-        if bf16
-        else contextlib.nullcontext()
-    )
+    autocast = torch.autocast(batch.obs.device.type, dtype=torch.bfloat16, enabled=bf16)
     with torch.no_grad(), autocast:
         logits, values, _ = policy(batch.obs, batch.action_mask, batch.hidden, batch.episode_start)
         out = evaluate_chunks(policy, batch, idx)
         loss = ppo_losses(
-            out.logp, batch.logp, batch.advantages, out.values, batch.values, batch.returns,
-            out.entropy, batch.valid, algo,
+            logp=out.logp, old_logp=batch.logp, advantages=batch.advantages, values=out.values,
+            old_values=batch.values, returns=batch.returns, entropy=out.entropy,
+            valid=batch.valid, cfg=algo,
         ).loss  # fmt: skip
     legal = batch.action_mask
     return {
@@ -169,7 +168,7 @@ def timed_updates(policy: Any, batch: ChunkBatch, algo: Any, repeats: int, bf16:
     for _ in range(repeats + 1):
         synchronize(device)
         begin = time.perf_counter()
-        ppo_update(policy, optimizer, batch, algo, autocast_bf16=bf16, kickstart_coef=1.0)
+        ppo_update(policy, optimizer, batch, algo, terms=KICKSTART, autocast_bf16=bf16)
         synchronize(device)
         times.append(time.perf_counter() - begin)
     return statistics.median(times[1:])
@@ -212,7 +211,7 @@ def update_check(args: argparse.Namespace, device: torch.device) -> dict:
     for policy, b in ((cpu_policy, batch), (dev_policy, dev_batch)):
         optimizer = torch.optim.Adam(policy.parameters(), lr=algo.lr)
         generator = torch.Generator().manual_seed(0)
-        ppo_update(policy, optimizer, b, one, generator=generator, kickstart_coef=1.0)
+        ppo_update(policy, optimizer, b, one, terms=KICKSTART, generator=generator)
         grads.append(
             torch.cat([p.grad.flatten().cpu() for p in policy.parameters() if p.grad is not None])
         )

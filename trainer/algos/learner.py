@@ -1,13 +1,16 @@
 """The learning algorithms ``algo.name`` picks: each turns one collected rollout into an update.
 
 The training loop (:mod:`trainer.run.train`) is the same for all of them: collect a rollout into
-a :class:`trainer.algos.buffer.RolloutBuffer`, then ``learner.update(...)``. A new algorithm is a
-config schema in :mod:`trainer.config`, a learner class here and one :data:`ALGORITHMS` entry.
+a :class:`trainer.algos.buffer.RolloutBuffer`, then ``learner.update(...)`` with the extra loss
+terms of the moment (:mod:`trainer.algos.terms`), the policy-gradient weight (0 while cloning)
+and the bf16 switch. A new algorithm is a config schema in :mod:`trainer.config`, a learner
+class here and one :data:`ALGORITHMS` entry.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 
@@ -15,6 +18,7 @@ from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.episode_batch import EpisodeCarry
 from trainer.algos.ppo import ppo_update
 from trainer.algos.reinforce import reinforce_update
+from trainer.algos.terms import LossTerm
 from trainer.config import AlgoConfig, AlgoName, PPOConfig, ReinforceConfig
 
 
@@ -26,7 +30,10 @@ class Learner(Protocol):
         policy: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
         buffer: RolloutBuffer,
-        **kwargs: Any,
+        *,
+        terms: Sequence[LossTerm] = (),
+        pg_coef: float = 1.0,
+        autocast_bf16: bool = False,
     ) -> dict[str, float]: ...
 
 
@@ -43,10 +50,21 @@ class PPOLearner:
         policy: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
         buffer: RolloutBuffer,
-        **kwargs: Any,
+        *,
+        terms: Sequence[LossTerm] = (),
+        pg_coef: float = 1.0,
+        autocast_bf16: bool = False,
     ) -> dict[str, float]:
         buffer.compute_returns(self.cfg.gamma, self.cfg.gae_lambda)
-        return ppo_update(policy, optimizer, buffer.chunks(), self.cfg, **kwargs)  # type: ignore[arg-type]
+        return ppo_update(
+            policy,  # type: ignore[arg-type]
+            optimizer,
+            buffer.chunks(),
+            self.cfg,
+            terms=terms,
+            pg_coef=pg_coef,
+            autocast_bf16=autocast_bf16,
+        )
 
 
 class ReinforceLearner:
@@ -64,12 +82,23 @@ class ReinforceLearner:
         policy: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
         buffer: RolloutBuffer,
-        **kwargs: Any,
+        *,
+        terms: Sequence[LossTerm] = (),
+        pg_coef: float = 1.0,
+        autocast_bf16: bool = False,
     ) -> dict[str, float]:
         batch = self.carry.episodes(buffer)
         stats = {"episodes_trained": 0.0}
         if batch is not None:  # no episode ended yet: nothing to learn from
-            stats = reinforce_update(policy, optimizer, batch, self.cfg, **kwargs)
+            stats = reinforce_update(
+                policy,
+                optimizer,
+                batch,
+                self.cfg,
+                terms=terms,
+                pg_coef=pg_coef,
+                autocast_bf16=autocast_bf16,
+            )
         stats["carried_steps"] = float(self.carry.carried_steps)
         return stats
 

@@ -1,20 +1,16 @@
 """Sequence PPO: the pure loss (:func:`ppo_losses`) and the update loop over BPTT chunks.
 
 :func:`ppo_losses` is the algorithm (clipped surrogate, clipped value loss, entropy bonus) on
-tensors; :func:`ppo_update` replays chunks, adds the optional kickstarting term and steps
-the optimizer.
-
-Optional kickstarting (Schmitt et al., 2018, "Kickstarting Deep Reinforcement Learning"):
-with ``kickstart_coef > 0`` the loss adds ``kickstart_coef * -log pi(teacher_action)``
-over the steps that have a teacher action (``ChunkBatch.teacher_actions >= 0``), i.e. a
-cross-entropy toward a teacher policy (e.g. poke-env's heuristic player) whose weight the
-trainer anneals to zero, so the agent starts from the teacher's play and PPO takes over.
-With ``aux_coef > 0`` it adds the auxiliary opponent-action loss (:mod:`trainer.algos.aux`).
+tensors, called with keywords; :func:`ppo_update` reads top to bottom like CleanRL's
+``ppo_atari_lstm.py``: for each epoch, for each minibatch of chunks, replay the chunks, the
+PPO loss plus the extra terms it is given (:mod:`trainer.algos.terms`: kickstarting, the aux
+head), one optimizer step, and the approx-KL early stop.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -22,9 +18,8 @@ import torch
 from torch import nn
 
 from mapleenv.policies import ActorCritic, log_prob_entropy
-from trainer.algos.aux import aux_terms
 from trainer.algos.buffer import ChunkBatch
-from trainer.algos.kickstart import kickstart_terms, teacher_log_prob
+from trainer.algos.terms import LossTerm, TermInputs, add_terms
 from trainer.config import PPOConfig
 
 
@@ -35,8 +30,7 @@ class MinibatchEval:
     logp: torch.Tensor
     entropy: torch.Tensor
     values: torch.Tensor
-    teacher_logp: torch.Tensor  # log pi(teacher action); 0 where there is none
-    teacher_agree: torch.Tensor  # 1 where the most likely action is the teacher's
+    logits: torch.Tensor  # masked, ``[L, B, A]``
     aux_logits: torch.Tensor | None = None  # the aux head's ``[L, B, K]`` (when asked for)
 
 
@@ -57,16 +51,8 @@ def evaluate_chunks(
     else:
         logits, values, _ = policy(*inputs)
     logp, entropy = log_prob_entropy(logits, batch.action_mask[:, idx], batch.actions[:, idx])
-    teacher_logp, teacher_agree = teacher_log_prob(
-        logits, batch.action_mask[:, idx], batch.teacher_actions[:, idx]
-    )
     return MinibatchEval(
-        logp=logp,
-        entropy=entropy,
-        values=values,
-        teacher_logp=teacher_logp,
-        teacher_agree=teacher_agree,
-        aux_logits=aux_logits,
+        logp=logp, entropy=entropy, values=values, logits=logits, aux_logits=aux_logits
     )
 
 
@@ -86,6 +72,7 @@ class PPOLosses(NamedTuple):
 
 
 def ppo_losses(
+    *,
     logp: torch.Tensor,
     old_logp: torch.Tensor,
     advantages: torch.Tensor,
@@ -141,65 +128,65 @@ def _normalized_advantages(batch: ChunkBatch) -> torch.Tensor:
     return (batch.advantages - adv.mean()) / (adv.std() + 1e-8) * batch.valid
 
 
+def _autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextManager:
+    if not bf16:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
 def ppo_update(
     policy: ActorCritic,
     optimizer: torch.optim.Optimizer,
     batch: ChunkBatch,
     cfg: PPOConfig,
+    *,
+    terms: Sequence[LossTerm] = (),
+    pg_coef: float = 1.0,
     generator: torch.Generator | None = None,
     autocast_bf16: bool = False,
-    kickstart_coef: float = 0.0,
-    pg_coef: float = 1.0,
-    aux_coef: float = 0.0,
 ) -> dict[str, float]:
-    """Run ``cfg.epochs`` epochs of minibatches of chunks; returns mean statistics
-    (with ``kickstart_loss`` and ``teacher_agreement`` when the batch has teacher actions,
-    ``aux_loss`` and ``aux_accuracy`` with ``aux_coef > 0``).
+    """Run ``cfg.epochs`` epochs of minibatches of chunks; returns mean statistics, each
+    term's (``<name>_loss`` and its own) among them. A term that does not apply to the batch
+    (:class:`trainer.algos.terms.LossTerm`) is left out, statistics too.
     ``pg_coef=0`` is behaviour cloning (``algo.bc_steps``): see :func:`ppo_losses`."""
+    terms = [term for term in terms if term.applies(batch)]
+    aux = any(term.aux_head for term in terms)
     num_mb = max(1, min(cfg.num_minibatches, batch.num_chunks))
     advantages = _normalized_advantages(batch) if cfg.norm_adv else batch.advantages
-    autocast = (
-        torch.autocast(device_type=batch.obs.device.type, dtype=torch.bfloat16)
-        if autocast_bf16
-        else contextlib.nullcontext()
-    )
-    has_teacher = batch.teacher_actions >= 0
-    with_teacher = bool(has_teacher.any())
+    autocast = _autocast(batch.obs.device, autocast_bf16)
     stats: dict[str, list[torch.Tensor]] = {}
-    epochs_run = 0
+    epochs_run, kl_reached = 0, False
     for _ in range(cfg.epochs):
         epochs_run += 1
         perm = torch.randperm(batch.num_chunks, generator=generator).to(batch.obs.device)
         for idx in torch.tensor_split(perm, num_mb):
             valid = batch.valid[:, idx]
             with autocast:
-                out = evaluate_chunks(policy, batch, idx, aux=aux_coef > 0)
+                out = evaluate_chunks(policy, batch, idx, aux=aux)
             losses = ppo_losses(
-                out.logp,
-                batch.logp[:, idx],
-                advantages[:, idx],
-                out.values,
-                batch.values[:, idx],
-                batch.returns[:, idx],
-                out.entropy,
-                valid,
-                cfg,
-                pg_coef,
+                logp=out.logp,
+                old_logp=batch.logp[:, idx],
+                advantages=advantages[:, idx],
+                values=out.values,
+                old_values=batch.values[:, idx],
+                returns=batch.returns[:, idx],
+                entropy=out.entropy,
+                valid=valid,
+                cfg=cfg,
+                pg_coef=pg_coef,
             )
-            loss = losses.loss
-            step_stats = losses._asdict()
-            del step_stats["loss"]
-            if with_teacher:
-                kick_loss, agreement = kickstart_terms(
-                    out.teacher_logp, out.teacher_agree, valid * has_teacher[:, idx]
-                )
-                if kickstart_coef > 0:
-                    loss = loss + kickstart_coef * kick_loss
-                step_stats |= {"kickstart_loss": kick_loss, "teacher_agreement": agreement}
-            if out.aux_logits is not None:
-                aux = aux_terms(out.aux_logits, batch.aux_targets[:, idx], valid)
-                loss = loss + aux_coef * aux[0]
-                step_stats |= {"aux_loss": aux[0], "aux_accuracy": aux[1]}
+            loss, term_stats = add_terms(
+                losses.loss,
+                terms,
+                TermInputs(
+                    logits=out.logits,
+                    action_mask=batch.action_mask[:, idx],
+                    valid=valid,
+                    teacher_actions=batch.teacher_actions[:, idx],
+                    aux_logits=out.aux_logits,
+                    aux_targets=batch.aux_targets[:, idx],
+                ),
+            )
 
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -207,13 +194,14 @@ def ppo_update(
                 nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip_norm)
             optimizer.step()
 
-            for key, value in step_stats.items():
-                stats.setdefault(key, []).append(value.detach().float())
-            if cfg.target_kl is not None and float(losses.approx_kl) > cfg.target_kl:
-                break
-        else:
-            continue
-        break  # target_kl reached
+            for key, value in (losses._asdict() | term_stats).items():
+                if key != "loss":
+                    stats.setdefault(key, []).append(value.detach().float())
+            kl_reached = cfg.target_kl is not None and float(losses.approx_kl) > cfg.target_kl
+            if kl_reached:
+                break  # approx-KL early stop: no further minibatch ...
+        if kl_reached:
+            break  # ... and no further epoch
     means = torch.stack([torch.stack(v).mean() for v in stats.values()]).tolist()
     result = dict(zip(stats, means, strict=True))
     result["epochs"] = float(epochs_run)

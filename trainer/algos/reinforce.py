@@ -12,6 +12,7 @@ cuts the gradient (not the state) every ``bptt`` steps.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
@@ -19,7 +20,7 @@ from torch import nn
 
 from mapleenv.policies import Hidden, log_prob_entropy
 from trainer.algos.episode_batch import EpisodeBatch
-from trainer.algos.kickstart import kickstart_terms, teacher_log_prob
+from trainer.algos.terms import LossTerm, TermInputs, add_terms
 from trainer.config import ReinforceConfig
 
 
@@ -47,6 +48,7 @@ class ReinforceLosses(NamedTuple):
 
 
 def reinforce_losses(
+    *,
     logp: torch.Tensor,
     values: torch.Tensor,
     returns: torch.Tensor,
@@ -104,12 +106,17 @@ def reinforce_update(
     optimizer: torch.optim.Optimizer,
     batch: EpisodeBatch,
     cfg: ReinforceConfig,
-    autocast_bf16: bool = False,
-    kickstart_coef: float = 0.0,
+    *,
+    terms: Sequence[LossTerm] = (),
     pg_coef: float = 1.0,
+    autocast_bf16: bool = False,
 ) -> dict[str, float]:
-    """One gradient step on ``batch``; returns statistics (with ``kickstart_loss`` and
-    ``teacher_agreement`` when the batch has teacher actions)."""
+    """One gradient step on ``batch``; returns statistics, each term's (``<name>_loss`` and
+    its own) among them. A term that does not apply to the batch is left out; one that needs
+    the aux head is an error (REINFORCE does not train it)."""
+    terms = [term for term in terms if term.applies(batch)]
+    if any(term.aux_head for term in terms):
+        raise ValueError("REINFORCE does not replay the aux head: aux terms need algo=ppo")
     autocast = (
         torch.autocast(device_type=batch.obs.device.type, dtype=torch.bfloat16)
         if autocast_bf16
@@ -125,18 +132,26 @@ def reinforce_update(
         batch.bootstrap if cfg.baseline else 0 * batch.bootstrap,
         cfg.gamma,
     )
-    losses = reinforce_losses(logp, values, returns, entropy, batch.valid, cfg, pg_coef)
-    loss = losses.loss
-    stats = {k: v.detach() for k, v in losses._asdict().items() if k != "loss"}
-    taught = batch.valid * (batch.teacher_actions >= 0)
-    if bool(taught.any()):
-        teacher_logp, teacher_agree = teacher_log_prob(
-            logits, batch.action_mask, batch.teacher_actions
-        )
-        kick_loss, agreement = kickstart_terms(teacher_logp, teacher_agree, taught)
-        if kickstart_coef > 0:
-            loss = loss + kickstart_coef * kick_loss
-        stats |= {"kickstart_loss": kick_loss.detach(), "teacher_agreement": agreement}
+    losses = reinforce_losses(
+        logp=logp,
+        values=values,
+        returns=returns,
+        entropy=entropy,
+        valid=batch.valid,
+        cfg=cfg,
+        pg_coef=pg_coef,
+    )
+    loss, term_stats = add_terms(
+        losses.loss,
+        terms,
+        TermInputs(
+            logits=logits,
+            action_mask=batch.action_mask,
+            valid=batch.valid,
+            teacher_actions=batch.teacher_actions,
+        ),
+    )
+    stats = {k: v.detach() for k, v in (losses._asdict() | term_stats).items() if k != "loss"}
 
     optimizer.zero_grad(set_to_none=True)
     loss.backward()

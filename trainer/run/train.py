@@ -19,6 +19,7 @@ from mapleenv.policies import build_policy, check_network, policy_spec, to_plain
 from trainer.algos import make_learner
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.reward_norm import RewardNormalizer
+from trainer.algos.terms import LossTerm, aux_term, kickstart_term
 from trainer.config import ConfigError, TrainConfig, to_train_config
 from trainer.envs.episodes import OpponentStats, win_rate_columns
 from trainer.envs.spaces import ObsAdapter
@@ -288,15 +289,17 @@ class Trainer:
         self.policy.train()
         kickstart = self.kickstart_coef()
         cloning = self.global_step < algo.bc_steps
+        terms: list[LossTerm] = [kickstart_term(kickstart)]
+        if algo.aux_coef > 0:  # PPO only (a config check)
+            terms.append(aux_term(algo.aux_coef))
         with torch_threads(self.update_threads, then=self.rollout_threads):
             update = self.learner.update(
                 self.policy,
                 self.optimizer,
                 self.buffer,
-                autocast_bf16=self.bf16,
-                kickstart_coef=kickstart,
+                terms=terms,
                 pg_coef=0.0 if cloning else 1.0,
-                **({"aux_coef": algo.aux_coef} if algo.aux_coef > 0 else {}),  # PPO only
+                autocast_bf16=self.bf16,
             )
         if self.adapter.has_teacher:
             update["bc"] = float(cloning)

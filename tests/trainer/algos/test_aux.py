@@ -11,6 +11,7 @@ from memory_env import MemoryEnv
 
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.ppo import ppo_update
+from trainer.algos.terms import aux_term
 from trainer.config import ModelConfig, PPOConfig
 from trainer.envs.spaces import ObsAdapter
 from trainer.policy import build_policy
@@ -84,8 +85,8 @@ def test_done_step_without_a_final_observation_is_unlabelled() -> None:
 
 
 def test_coefficient_zero_changes_nothing() -> None:
-    """aux_coef 0: no aux statistics, the head gets no gradient, and every other parameter
-    moves exactly as in the same network built without the head."""
+    """aux_coef 0 (no aux term): no aux statistics, the head gets no gradient, and every
+    other parameter moves exactly as in the same network built without the head."""
     with_head, buffer, _ = collect()
     plain, _, _ = collect(aux_classes=0)
     head = {k: v.clone() for k, v in with_head.state_dict().items() if k.startswith("aux_head")}
@@ -94,7 +95,7 @@ def test_coefficient_zero_changes_nothing() -> None:
     for policy in (with_head, plain):
         optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
         gen = torch.Generator().manual_seed(0)
-        results.append(ppo_update(policy, optimizer, buffer.chunks(), cfg, gen, aux_coef=0.0))
+        results.append(ppo_update(policy, optimizer, buffer.chunks(), cfg, generator=gen))
     assert "aux_loss" not in results[0] and results[0] == results[1]
     trained = with_head.state_dict()
     assert all(torch.equal(trained[k], v) for k, v in head.items())
@@ -108,9 +109,9 @@ def test_update_lowers_the_aux_loss() -> None:
     batch = buffer.chunks()
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
     cfg = PPOConfig(epochs=1, num_minibatches=1, ent_coef=0.0, vf_coef=0.0)
-    first = ppo_update(policy, optimizer, batch, cfg, aux_coef=1.0)
+    first = ppo_update(policy, optimizer, batch, cfg, terms=[aux_term(1.0)])
     for _ in range(30):
-        last = ppo_update(policy, optimizer, batch, cfg, aux_coef=1.0)
+        last = ppo_update(policy, optimizer, batch, cfg, terms=[aux_term(1.0)])
     assert 0.0 <= first["aux_accuracy"] <= 1.0
     assert last["aux_loss"] < 0.75 * first["aux_loss"]
     assert last["aux_accuracy"] > first["aux_accuracy"]
@@ -120,4 +121,4 @@ def test_no_head_with_a_coefficient_is_an_error() -> None:
     policy, buffer, _ = collect(aux_classes=0)
     optimizer = torch.optim.Adam(policy.parameters())
     with pytest.raises(NotImplementedError, match="no auxiliary head"):
-        ppo_update(policy, optimizer, buffer.chunks(), PPOConfig(), aux_coef=0.5)
+        ppo_update(policy, optimizer, buffer.chunks(), PPOConfig(), terms=[aux_term(0.5)])

@@ -8,6 +8,7 @@ from memory_env import memory_vector_env
 
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.ppo import evaluate_chunks, ppo_update
+from trainer.algos.terms import kickstart_term
 from trainer.config import ModelConfig, PPOConfig
 from trainer.envs.spaces import ObsAdapter
 from trainer.policy import build_policy
@@ -110,15 +111,16 @@ def test_kickstarting_pulls_the_policy_toward_the_teacher() -> None:
     batch = buffer.chunks()
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
     cfg = PPOConfig(epochs=1, num_minibatches=1, ent_coef=0.0, vf_coef=0.0)
-    first = ppo_update(policy, optimizer, batch, cfg, kickstart_coef=1.0)
+    first = ppo_update(policy, optimizer, batch, cfg, terms=[kickstart_term(1.0)])
     for _ in range(40):
-        last = ppo_update(policy, optimizer, batch, cfg, kickstart_coef=1.0)
+        last = ppo_update(policy, optimizer, batch, cfg, terms=[kickstart_term(1.0)])
     assert last["kickstart_loss"] < first["kickstart_loss"] / 2
     assert last["teacher_agreement"] == 1.0
 
     # coefficient 0: the statistics are reported, the teacher does not train the policy
     before = [p.detach().clone() for p in policy.parameters()]
-    stats = ppo_update(policy, torch.optim.Adam(policy.parameters(), lr=3e-3), batch, cfg)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
+    stats = ppo_update(policy, optimizer, batch, cfg, terms=[kickstart_term(0.0)])
     assert "teacher_agreement" in stats
     assert all(torch.equal(a, b) for a, b in zip(before, policy.parameters(), strict=True))
 
@@ -139,9 +141,9 @@ def test_cloning_trains_on_the_teacher_and_ignores_the_advantages() -> None:
             optimizer,
             buffer.chunks(),
             cfg,
-            generator=torch.Generator().manual_seed(0),
-            kickstart_coef=1.0,
+            terms=[kickstart_term(1.0)],
             pg_coef=pg_coef,
+            generator=torch.Generator().manual_seed(0),
         )
         assert stats["kickstart_loss"] > 0
         return [p.detach().clone() for p in policy.parameters()]
@@ -157,5 +159,7 @@ def test_cloning_trains_on_the_teacher_and_ignores_the_advantages() -> None:
 def test_no_teacher_no_kickstart_statistics() -> None:
     policy, buffer = collect(24, 8)
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
-    stats = ppo_update(policy, optimizer, buffer.chunks(), PPOConfig(epochs=1), kickstart_coef=1.0)
+    stats = ppo_update(
+        policy, optimizer, buffer.chunks(), PPOConfig(epochs=1), terms=[kickstart_term(1.0)]
+    )
     assert "kickstart_loss" not in stats and "teacher_agreement" not in stats

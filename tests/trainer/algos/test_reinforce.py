@@ -50,21 +50,30 @@ def test_reinforce_loss_by_hand() -> None:
     entropy = torch.tensor([[0.3], [0.6], [9.0]])
     valid = torch.tensor([[1.0], [1.0], [0.0]])  # the third step is padding
     cfg = ReinforceConfig(norm_adv=False, ent_coef=0.1, vf_coef=0.5)
-    out = reinforce_losses(logp, values, returns, entropy, valid, cfg)
+    out = reinforce_losses(
+        logp=logp, values=values, returns=returns, entropy=entropy, valid=valid, cfg=cfg
+    )
     # advantages 1.0 and 1.0: policy loss -(-0.5 * 1 + -1 * 1) / 2 = 0.75
     assert float(out.policy_loss) == pytest.approx(0.75)
     assert float(out.value_loss) == pytest.approx(0.5 * (1.0 + 1.0) / 2)
     assert float(out.entropy) == pytest.approx(0.45)
     assert float(out.loss) == pytest.approx(0.75 - 0.1 * 0.45 + 0.5 * 0.5)
     plain = reinforce_losses(
-        logp, values, returns, entropy, valid, ReinforceConfig(norm_adv=False, baseline=False)
+        logp=logp,
+        values=values,
+        returns=returns,
+        entropy=entropy,
+        valid=valid,
+        cfg=ReinforceConfig(norm_adv=False, baseline=False),
     )
     assert float(plain.policy_loss) == pytest.approx((0.5 * 2.0 + 1.0 * 1.5) / 2)
     assert float(plain.value_loss) == 0.0
     # the baseline's value does not leak into the policy gradient
     logp.requires_grad_(True)
     values.requires_grad_(True)
-    out = reinforce_losses(logp, values, returns, entropy, valid, cfg)
+    out = reinforce_losses(
+        logp=logp, values=values, returns=returns, entropy=entropy, valid=valid, cfg=cfg
+    )
     _, grad = torch.autograd.grad(out.policy_loss, [logp, values], allow_unused=True)
     assert grad is None
 
