@@ -1,4 +1,7 @@
-"""``python -m trainer.play``: live play on a Showdown server (:mod:`trainer.apps.play`)."""
+"""Public entry point, part of the public face whose Python API is contract 7 of
+../shared/DESIGN.md: ``python -m trainer.play`` (README's command, beside the console script),
+live play on a Showdown server. A thin re-export of :mod:`trainer.apps.play`, where the code
+lives; add no logic here."""
 
 from trainer.apps.play import main, run
 

@@ -1,5 +1,7 @@
-"""``trainer.policy.build_policy`` (the Python API scripts outside the repo import) and
-friends: the networks live in :mod:`mapleenv.policies`."""
+"""Public API, contract 7 of ../shared/DESIGN.md: ``trainer.policy.build_policy(obs_dim,
+n_actions, model_cfg)`` and friends, what scripts outside the repo import. A thin re-export,
+kept so that name stays put: the networks live in :mod:`mapleenv.policies`. Add no logic
+here."""
 
 from mapleenv.policies import (
     ActorCritic,
