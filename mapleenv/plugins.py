@@ -21,11 +21,15 @@ _IMPORTED: set[str] = set()
 
 
 def import_plugins(modules: Iterable[str]) -> None:
-    """Import each module (once per process, as any import); ``ValueError`` (one line)
-    naming the module if one cannot be imported or raises while it is imported."""
+    """Import each module once per process (the config check, the spec check and every
+    env built in the process ask again: a module already imported here is skipped);
+    ``ValueError`` (one line) naming the module if one cannot be imported or raises while
+    it is imported."""
     for module in modules:
         if not isinstance(module, str) or not module:
             raise ValueError(f"plugins: a module name is needed, got {module!r}")
+        if module in _IMPORTED:
+            continue
         try:
             importlib.import_module(module)
         except ImportError as exc:

@@ -332,6 +332,16 @@ def _shard_kwargs(env_kwargs: dict[str, Any], shard: int, envs: range) -> dict[s
     return kwargs
 
 
+def shard_spec(spec: EnvSpec, cpus_per_shard: float) -> EnvSpec:
+    """``spec`` checked (once, on this machine) as the shards get it: ``sim_hosts=None``
+    becomes one simulator host per CPU of a shard (a shard's envs share its
+    ``cpus_per_shard``, not every core of the node it lands on)."""
+    spec = spec.checked()
+    if spec.sim_hosts is None:
+        spec = dataclasses.replace(spec, sim_hosts=max(1, round(cpus_per_shard)))
+    return spec
+
+
 def make_ray_vector_env(
     num_envs: int,
     shards: int,
@@ -352,11 +362,13 @@ def make_ray_vector_env(
     to (`ray start`); `"HOST:6379"` joins that cluster; `"ray://HOST:10001"` uses Ray Client.
     Inside a Ray task (e.g. a job of Hydra's Ray launcher) the existing connection is used.
     An :class:`EnvSpec` given as ``spec=`` is checked here, once (team files are read on
-    this machine), and each shard gets it with its own seed and log folder.
+    this machine), and each shard gets it with its own seed and log folder; its
+    ``sim_hosts=None`` becomes one simulator host per CPU of a shard (a shard's envs share
+    its ``cpus_per_shard``, not every core of the node).
     """
     spec = make_vector_env_kwargs.get("spec")
     if isinstance(spec, EnvSpec):
-        make_vector_env_kwargs["spec"] = spec.checked()
+        make_vector_env_kwargs["spec"] = shard_spec(spec, cpus_per_shard)
     ray = _import_ray()
     if not ray.is_initialized():
         if address in (None, "local"):

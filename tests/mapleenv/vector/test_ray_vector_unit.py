@@ -13,6 +13,7 @@ from mapleenv.vector.ray import (
     _shard_kwargs,
     concatenate_batches,
     merge_infos,
+    shard_spec,
     slice_batch,
     split_envs,
 )
@@ -89,3 +90,14 @@ def test_shard_kwargs_give_each_shard_its_seed_and_log_dir_in_the_spec(tmp_path)
     assert kwargs["context"] == "spawn"
     assert kwargs["spec"] == dataclasses.replace(spec, seed=14, log_dir=str(tmp_path / "shard1"))
     assert _shard_kwargs({"spec": EnvSpec()}, 1, range(4, 8))["spec"] == EnvSpec()
+
+
+def test_shard_spec_gives_a_shard_one_simulator_host_per_cpu():
+    """mapleenv decides the hosts of a Ray shard: ``sim_hosts=None`` is one per shard CPU
+    (at least one), a given count stays; the spec is checked once here (an external
+    server's: no simulator to ask, no process)."""
+    spec = EnvSpec(server="127.0.0.1:8000")
+    assert shard_spec(spec, 2.0).sim_hosts == 2
+    assert shard_spec(spec, 0.5).sim_hosts == 1
+    assert shard_spec(dataclasses.replace(spec, sim_hosts=0), 4).sim_hosts == 0
+    assert shard_spec(spec, 3).is_checked
