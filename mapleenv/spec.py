@@ -69,7 +69,7 @@ class EnvSpec:
         log_dir: where local servers keep their directory and log.
         max_turns: truncate the episode once the battle reaches this turn.
         seed: seed of the first ``reset`` (a vector env gives env ``i`` ``seed + i``).
-        backend: ``"direct"``, ``"server"`` or a registered name; ``None``/``"auto"``:
+        backend: ``"direct"``, ``"server"`` or a registered name; ``"auto"`` (or ``None``):
             :func:`default_backend`.
         backend_kwargs: extra arguments of the backend (e.g. ``record`` for ``direct``).
         reward_fn: ``"shaped"``, a registered reward, ``"module:factory"`` or a ``RewardFn``.
@@ -109,7 +109,7 @@ class EnvSpec:
     max_turns: int | None = None
     seed: int | None = None
     _: KW_ONLY
-    backend: str | None = None
+    backend: str | None = "auto"
     backend_kwargs: Mapping[str, Any] = field(default_factory=dict)
     reward_fn: Any = "shaped"
     teacher: str | None = None
@@ -139,6 +139,8 @@ class EnvSpec:
         set_(self, "plugins", plugins)
         set_(self, "backend_kwargs", dict(self.backend_kwargs or {}))
         set_(self, "server_config", dict(self.server_config or {}))
+        if self.backend is not None:  # a config's choice (a str enum) as the plain name
+            set_(self, "backend", str(self.backend))
         for name in ("log_dir", "record_dir", "replay_dir", "team", "opponent_team"):
             set_(self, name, _path_str(getattr(self, name)))
         if isinstance(self.server, str):
@@ -204,14 +206,19 @@ class EnvSpec:
         )
         return loaded and self.checked_for == self._check_key()
 
-    def checked(self) -> EnvSpec:
+    def checked(self, where: str = "") -> EnvSpec:
         """This spec, checked once for the whole run: plugins imported, the backend
         resolved and available, the format known to the pinned simulator (one Node call
         per process), teams read and validated (packed ``Team`` tuples), ``policy:`` opponent
-        files read with the safe loader. A checked spec is returned as it is."""
+        files read with the safe loader. A checked spec is returned as it is. ``where``
+        prefixes the settings' names in messages as the caller spells them (``env.``: the
+        trainer's config check, which calls this one check)."""
         if self.is_checked:
             return self
-        import_plugins(self.plugins)  # first: a plugin may register the backend
+        try:  # first: a plugin may register the backend
+            import_plugins(self.plugins)
+        except ValueError as exc:
+            raise ValueError(f"{where}plugins: {exc}" if where else str(exc)) from exc
         backend = self.backend
         if backend is None or backend == "auto":
             backend = default_backend(self.server)
@@ -230,14 +237,17 @@ class EnvSpec:
         except Exception as exc:
             raise ValueError(f"bad battle_format {spec.battle_format!r}: {exc}") from exc
         if spec.own_simulator:
-            check_format(spec.battle_format, has_team=spec.team is not None)
-        teams = {key: spec._loaded_team(key) for key in ("team", "opponent_team")}
+            try:
+                check_format(spec.battle_format, spec.team is not None, f"{where}team")
+            except ValueError as exc:
+                raise ValueError(f"{where}battle_format: {exc}" if where else str(exc)) from exc
+        teams = {key: spec._loaded_team(key, where) for key in ("team", "opponent_team")}
         spec = dataclasses.replace(spec, **teams)
         if isinstance(spec.opponent, str):  # policy:<checkpoint> files: the safe loader, once
             check_policy_files(spec.opponent)
         return dataclasses.replace(spec, checked_for=spec._check_key())
 
-    def _loaded_team(self, key: str) -> Any:
+    def _loaded_team(self, key: str, where: str = "") -> Any:
         """A team setting read and validated (files, text) or as it is (``Team``s, a
         ``Teambuilder``)."""
         value = getattr(self, key)
@@ -246,7 +256,8 @@ class EnvSpec:
         if isinstance(value, Team):
             return (value,)
         if isinstance(value, str):
-            return read_teams(value, self.battle_format if self.own_simulator else None, key=key)
+            fmt = self.battle_format if self.own_simulator else None
+            return read_teams(value, fmt, key=f"{where}{key}")
         if isinstance(value, Sequence) and value and all(isinstance(t, Team) for t in value):
             return tuple(value)
         raise TypeError(f"{key}: expected a path, team text, Teams or a Teambuilder: {value!r}")

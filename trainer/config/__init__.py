@@ -25,6 +25,7 @@ from trainer.config.schema import (
     is_choice,
     register_configs,
 )
+from trainer.config.spec_fields import env_spec
 
 __all__ = [
     "DEFAULT_OPPONENTS",
@@ -50,6 +51,7 @@ __all__ = [
     "TrainConfig",
     "checkpoint_mask_futile",
     "choices",
+    "env_spec",
     "is_choice",
     "register_configs",
     "team_path",

@@ -27,6 +27,7 @@ from trainer.config.schema import (
     choices,
     is_choice,
 )
+from trainer.config.spec_fields import env_spec
 
 
 class ConfigError(ValueError):
@@ -64,9 +65,8 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
     problems = (
         _check_values(obj)
         or _check_capacity(obj.env)
+        or _check_spec(obj.env)
         or _check_extensions(obj.env)
-        or _check_battle_format(obj.env)
-        or _check_teams(obj.env)
     )
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
@@ -112,24 +112,18 @@ def _opponent_names(opponent: Any) -> list[str]:
 
 
 def _check_extensions(env: EnvConfig) -> list[str]:
-    """Imports ``env.plugins`` here (a module that fails is one line, not a traceback from
-    every env worker), then checks that the opponent(s), teacher, encoder and reward
-    function are known, before anything starts."""
+    """Checks that the opponent(s), teacher, encoder and reward function are known, before
+    anything starts (``env.plugins``, imported by :func:`_check_spec`, registered theirs)."""
     if not isinstance(env, ShowdownEnvConfig):
         return []
     import importlib
 
     from mapleenv.encoders import make_encoder
     from mapleenv.opponents import PLUGIN_MODULES, opponent_names
-    from mapleenv.plugins import import_plugins
     from mapleenv.reward import make_reward
 
-    try:
-        import_plugins(env.plugins)
-        for module in PLUGIN_MODULES:  # they register policy:, self, mix:
-            importlib.import_module(module)
-    except ValueError as exc:
-        return [f"env.plugins: {exc}"]
+    for module in PLUGIN_MODULES:  # they register policy:, self, mix:
+        importlib.import_module(module)
     known = {name.partition(":")[0] for name in opponent_names()}
     names = [("env.opponent", n) for n in _opponent_names(env.opponent)]
     names += [("env.teacher", env.teacher)] if env.teacher is not None else []
@@ -148,27 +142,43 @@ def _check_extensions(env: EnvConfig) -> list[str]:
     return []
 
 
-def _check_battle_format(env: EnvConfig) -> list[str]:
-    """``env.battle_format`` against the pinned simulator's formats (Maple-run simulators
-    only: an external server may have formats of its own)."""
+def _check_spec(env: EnvConfig) -> list[str]:
+    """``env.*`` as the ``EnvSpec`` it becomes, checked by ``EnvSpec`` itself, the one home
+    of each env value check: its values (``max_turns``, ``servers``, ``sim_hosts``, a
+    singles format, the server URL), then ``EnvSpec.checked`` (plugins imported, the format
+    and teams against the pinned simulator's validator, ``policy:`` files read). Team paths
+    are made absolute first (relative to where the command started). Without Node or the
+    simulator package here the env start says so later."""
     if not isinstance(env, ShowdownEnvConfig):
         return []
-    from mapleenv.showdown import ShowdownError, check_format, external_server
+    from mapleenv.policies import CheckpointError
+    from mapleenv.showdown import ShowdownError
 
-    if env.server_url is not None:
-        try:
-            external_server(env.server_url)
-        except ValueError as exc:
-            return [f"env.server_url: {exc}"]
-        return []
-
+    for key in ("team", "opponent_team"):
+        setattr(env, key, team_path(getattr(env, key)))
     try:
-        check_format(env.battle_format, has_team=env.team is not None, team_key="env.team")
+        spec = env_spec(env)
     except ValueError as exc:
-        return [f"env.battle_format: {exc}"]
-    except ShowdownError:  # no Node or package here: the env start will say so
+        return [_spec_problem(str(exc), env)]
+    try:
+        spec.checked(where="env.")
+    except CheckpointError:
+        raise  # the CLI's own one line for a refused checkpoint file
+    except ValueError as exc:
+        return [str(exc)]
+    except ShowdownError:
         return []
     return []
+
+
+def _spec_problem(message: str, env: ShowdownEnvConfig) -> str:
+    """An ``EnvSpec`` value problem named as the config spells it (``env.max_turns must
+    ...``, ``env.server_url: bad server URL ...``)."""
+    names = {f.name for f in dataclasses.fields(env)}
+    if env.server_url is not None and "server URL" in message:
+        return f"env.server_url: {message}"
+    first = message.split(" ", 1)[0]
+    return f"env.{message}" if first in names else f"env: {message}"
 
 
 def team_path(value: str | None) -> str | None:
@@ -188,28 +198,6 @@ def checkpoint_mask_futile(value: bool | None, checkpoint: Mapping[str, Any]) ->
     if value is not None:
         return bool(value)
     return snapshot_mask_futile(checkpoint)
-
-
-def _check_teams(env: EnvConfig) -> list[str]:
-    """Makes ``env.team``/``env.opponent_team`` absolute, and reads and validates them with
-    the pinned simulator's validator (the file and Showdown's message on failure)."""
-    if not isinstance(env, ShowdownEnvConfig):
-        return []
-    from mapleenv.showdown import ShowdownError, read_teams
-
-    fmt = env.battle_format if env.server_url is None else None  # an external server's own
-    for key in ("team", "opponent_team"):
-        value = team_path(getattr(env, key))
-        setattr(env, key, value)
-        if value is None:
-            continue
-        try:
-            read_teams(value, fmt, key=f"env.{key}")
-        except ValueError as exc:
-            return [str(exc)]
-        except ShowdownError:  # no Node or package here: the env start will say so
-            return []
-    return []
 
 
 Check = tuple[bool, str]
@@ -252,12 +240,6 @@ def _env_checks(e: EnvConfig) -> list[Check]:
         (e.kind in ("showdown", "gym"), f"env.kind must be showdown|gym, got {e.kind!r}"),
         (
             not isinstance(e, ShowdownEnvConfig)
-            or is_choice(e.vectorization, ShowdownVectorization),
-            f"env.vectorization must be {choices(ShowdownVectorization)}, "
-            f"got {getattr(e, 'vectorization', None)!r}",
-        ),
-        (
-            not isinstance(e, ShowdownEnvConfig)
             or (e.battles_per_worker >= 1 and e.num_envs % e.battles_per_worker == 0),
             "env.battles_per_worker must be >= 1 and divide env.num_envs, got "
             f"{getattr(e, 'battles_per_worker', None)!r} for {e.num_envs}",
@@ -265,12 +247,8 @@ def _env_checks(e: EnvConfig) -> list[Check]:
         (
             not isinstance(e, ShowdownEnvConfig)
             or e.battles_per_worker == 1
-            or e.vectorization == ShowdownVectorization.async_,
+            or e.vectorization == "async",
             "env.battles_per_worker > 1 needs env.vectorization=async",
-        ),
-        (
-            not isinstance(e, ShowdownEnvConfig) or is_choice(e.backend, Backend),
-            f"env.backend must be {choices(Backend)}, got {getattr(e, 'backend', None)!r}",
         ),
         (
             not isinstance(e, GymEnvConfig) or is_choice(e.vectorization, GymVectorization),

@@ -3,7 +3,9 @@
 The YAML files in ``conf/`` extend these schemas, so an unknown key or a value of the wrong
 type fails when Hydra composes the config, before anything starts; the value checks are in
 :mod:`trainer.config.checks`. The ``model`` schema is the network's own settings,
-:class:`mapleenv.policies.ModelConfig`.
+:class:`mapleenv.policies.ModelConfig`; the env settings (``env.*``, and those evaluate and
+play share) are ``mapleenv.EnvSpec``'s own fields, made by
+:func:`trainer.config.spec_fields.spec_schema`: the classes here add only their own.
 """
 
 from __future__ import annotations
@@ -17,28 +19,24 @@ from omegaconf import MISSING
 
 from mapleenv.policies import ModelConfig
 from mapleenv.search import SearchConfig
+from trainer.config.spec_fields import Backend as Backend  # re-exported: env.backend's type
+from trainer.config.spec_fields import spec_schema
 
 DEFAULT_OPPONENTS = ("random", "max_power", "heuristic")
 
 
-class ShowdownVectorization(StrEnum):
-    """``env.vectorization`` of Showdown envs: local workers or Ray actor shards."""
-
-    async_ = "async"
-    ray = "ray"
+# a name equal to its value (Hydra takes an enum by name, and writes the name back)
+ShowdownVectorization = StrEnum(
+    "ShowdownVectorization", [("async", "async"), ("ray", "ray")], module=__name__
+)
+ShowdownVectorization.__doc__ = (
+    "``env.vectorization`` of Showdown envs: local workers (async) or Ray actor shards."
+)
 
 
 class GymVectorization(StrEnum):
     sync = "sync"
     async_ = "async"
-
-
-class Backend(StrEnum):
-    """``env.backend``: auto (direct, or server with server_url), direct or server."""
-
-    auto = "auto"
-    direct = "direct"
-    server = "server"
 
 
 def choices(enum: type[StrEnum]) -> str:
@@ -90,9 +88,21 @@ class SearchSettings(SearchConfig):
     enabled: bool = False
 
 
+# evaluate's EnvSpec settings: backend (auto: direct, or server with server_url) and
+# plugins (imported here and in every env worker; the checkpoint's env.plugins never are,
+# docs/security.md) as EnvSpec has them; the others None by default: the checkpoint's env.*
+_EvaluateEnv = spec_schema(
+    "_EvaluateEnv",
+    ("backend", "plugins"),
+    from_checkpoint=("battle_format", "team", "opponent_team", "max_turns", "mask_futile"),
+    module=__name__,
+)
+
+
 @dataclass
-class EvaluateConfig:
-    """``python -m trainer.evaluate`` settings (``conf/evaluate.yaml``)."""
+class EvaluateConfig(_EvaluateEnv):
+    """``python -m trainer.evaluate`` settings (``conf/evaluate.yaml``); the env settings
+    it shares with ``EnvSpec`` come from there (``_EvaluateEnv``)."""
 
     checkpoint: str = MISSING
     opponents: list[str] = field(default_factory=lambda: list(DEFAULT_OPPONENTS))
@@ -100,19 +110,10 @@ class EvaluateConfig:
     num_envs: int = 4
     sample: bool = True  # False: greedy (argmax over legal actions)
     device: str = "cpu"  # cpu | cuda | mps | auto
-    seed: int = 0
+    seed: int = 0  # the evaluation's own seed (0: repeatable), not EnvSpec's None
     save_replays: bool = False
     output: str | None = None  # JSON path; default <hydra run dir>/evaluation.json
-    battle_format: str | None = None  # default: the checkpoint's
-    team: str | None = None  # team file or folder; default: the checkpoint's env.team
-    opponent_team: str | None = None  # default: the checkpoint's env.opponent_team (or team)
-    max_turns: int | None = None  # default: the checkpoint's env.max_turns
-    mask_futile: bool | None = None  # default: the checkpoint's env.mask_futile
-    backend: str = "auto"  # auto (direct, or server with server_url) | server | direct
     server_url: str | None = None  # use this server instead of starting one
-    # modules imported here and in every env worker (custom opponents, encoders); the
-    # checkpoint's env.plugins are never imported (docs/security.md)
-    plugins: list[str] = field(default_factory=list)
     search: SearchSettings = field(default_factory=SearchSettings)
 
 
@@ -140,44 +141,46 @@ class RayShardConfig:
     step_timeout_s: float | None = None
 
 
+# env.* settings that are EnvSpec's (their meaning: EnvSpec's docstring, docs/teams.md for
+# team files; a relative team path is relative to the directory the run starts in). The
+# trainer sets the rest itself: server (from env.server_url), log_dir, seed, on_illegal.
+_ShowdownEnv = spec_schema(
+    "_ShowdownEnv",
+    (
+        "battle_format",
+        "team",
+        "opponent_team",
+        "opponent",  # a name or a mix mapping (mix:...), hence Any
+        "servers",
+        "encoder",
+        "reward",
+        "max_turns",
+        "backend",  # auto: direct (in-process simulator hosts), or server with server_url
+        "sim_hosts",  # direct: shared simulator hosts (None: one per core, or per Ray CPU)
+        "teacher",  # opponent name whose choices are the kickstarting target
+        "opponent_action_target",  # algo.aux_coef > 0 turns it on by itself
+        "mask_futile",
+        "plugins",  # imported in the trainer and in every env worker (docs/extending.md)
+        "reward_fn",  # a registered reward or "module:factory"; weights: reward
+    ),
+    module=__name__,
+)
+
+
 @dataclass
-class ShowdownEnvConfig(EnvConfig):
-    """Pokémon Showdown battles; the fields map to ``mapleenv.make_vector_env`` kwargs."""
+class ShowdownEnvConfig(_ShowdownEnv, EnvConfig):
+    """Pokémon Showdown battles: ``EnvSpec``'s settings (``_ShowdownEnv``) plus how the
+    trainer runs the envs (the fields here)."""
 
     kind: str = "showdown"
-    battle_format: str = "gen9randombattle"
-    # formats without random teams (gen9ou...): a team file or folder (one team drawn per
-    # battle, seeded), relative to the directory the run starts in; docs/teams.md
-    team: str | None = None
-    opponent_team: str | None = None  # the opponent's; None: the same as team
-    # A name (``random``, ``max_power``, ``heuristic``, ``policy:<ckpt>``); typed Any so a
-    # mix of opponents (a dict) can be given later without a schema change.
-    opponent: Any = "random"
-    servers: int = 1
-    server_url: str | None = None
-    encoder: str = "simple"
-    reward: dict[str, float] | None = None
-    max_turns: int | None = None
-    # auto: direct (in-process simulator hosts), or server when server_url is set
-    backend: str = "auto"
-    sim_hosts: int | None = None  # direct: shared simulator hosts (None: one per core)
-    teacher: str | None = None  # opponent name whose choices are the kickstarting target
-    # observations also hold opponent_action (the auxiliary head's target); algo.aux_coef > 0
-    # turns it on by itself
-    opponent_action_target: bool = False
-    # drop moves that surely fail this turn from the action mask (docs/observation.md,
-    # "Masking futile moves"); off: the exact legal mask
-    mask_futile: bool = False
+    server_url: str | None = None  # EnvSpec's server: an external server's URL
     context: str = "spawn"
-    vectorization: str = "async"  # async: local AsyncVectorEnv | ray: Ray actor shards
+    # async: local AsyncVectorEnv | ray: Ray actor shards
+    vectorization: ShowdownVectorization = ShowdownVectorization("async")  # type: ignore[valid-type]
     # battles per env worker process (async; divides num_envs): one start-up and one
     # message per step for all of them (mapleenv.vector.group, docs/scaling.md)
     battles_per_worker: int = 1
     ray: RayShardConfig = field(default_factory=RayShardConfig)
-    # modules imported in the trainer and in every env worker before envs are built: they
-    # register encoders, opponents, rewards (docs/extending.md)
-    plugins: list[str] = field(default_factory=list)
-    reward_fn: str = "shaped"  # a registered reward or "module:factory"; weights: reward
 
 
 @dataclass
@@ -278,9 +281,22 @@ class TrainConfig:
     eval: PeriodicEvalConfig = field(default_factory=PeriodicEvalConfig)  # every=0: off
 
 
+# play's EnvSpec settings: seed and plugins (imported first, e.g. a plugin's encoder; the
+# checkpoint's env.plugins never are) as EnvSpec has them; the others None by default: the
+# checkpoint's env.*
+_PlayEnv = spec_schema(
+    "_PlayEnv",
+    ("seed", "plugins"),
+    from_checkpoint=("battle_format", "team", "mask_futile"),
+    module=__name__,
+)
+
+
 @dataclass
-class PlayConfig:
-    """``python -m trainer.play`` settings (``conf/play.yaml``)."""
+class PlayConfig(_PlayEnv):
+    """``python -m trainer.play`` settings (``conf/play.yaml``); the env settings it shares
+    with ``EnvSpec`` come from there (``_PlayEnv``). ``opponent`` and ``server`` are play's
+    own: a user to challenge and where to play, not EnvSpec's."""
 
     checkpoint: str = MISSING  # a checkpoint file or a run dir (its checkpoints/last.pt)
     server: str = "local"  # local | showdown | ws(s)://host:port/showdown/websocket | host:port
@@ -292,17 +308,21 @@ class PlayConfig:
     password: str | None = None
     password_file: str | None = None  # a file holding the password (first line)
     opponent: str | None = None  # challenge: who; accept: only from this user (null: anyone)
-    battle_format: str | None = None  # default: the checkpoint's
-    team: str | None = None  # team file or folder (gen9ou...); default: the checkpoint's env.team
     sample: bool = True  # False: greedy (argmax over legal actions)
-    mask_futile: bool | None = None  # default: the checkpoint's env.mask_futile
-    seed: int | None = None
     port: int | None = None  # server=local: fixed port (default a free one)
     max_concurrent_battles: int = 1
     output: str | None = None  # JSON path; default <hydra run dir>/play.json
-    # modules imported first (a plugin's encoder); the checkpoint's env.plugins never are
-    plugins: list[str] = field(default_factory=list)
     search: SearchSettings = field(default_factory=SearchSettings)
+
+
+OWN_MEANING: dict[type, dict[str, str]] = {
+    EvaluateConfig: {"seed": "the evaluation's base seed, 0 by default so a rerun repeats"},
+    PlayConfig: {
+        "opponent": "the Showdown user to challenge or accept, not an opponent policy",
+        "server": "where to play (local, showdown, a URL), not a started env's server",
+    },
+}
+"""Fields named like an ``EnvSpec`` setting that mean something else (not derived)."""
 
 
 def register_configs() -> None:

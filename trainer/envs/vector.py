@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from multiprocessing import connection as mp_connection
@@ -14,7 +13,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWra
 from gymnasium.vector.async_vector_env import AsyncState
 
 from mapleenv.vector import EnvPoolFailed, EnvWorkersFailing
-from trainer.config import ConfigError, EnvConfig, GymEnvConfig, ShowdownEnvConfig
+from trainer.config import ConfigError, EnvConfig, GymEnvConfig, ShowdownEnvConfig, env_spec
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +34,9 @@ __all__ = [
 def make_envs(
     cfg: EnvConfig, seed: int | None = None, log_dir: str | Path | None = None
 ) -> VectorEnv:
-    """A vector env for ``cfg`` (``kind`` ``showdown`` or ``gym``)."""
-    if cfg.num_envs < 1:
-        raise ValueError(f"env.num_envs must be >= 1, got {cfg.num_envs}")
+    """A vector env for ``cfg`` (``kind`` ``showdown`` or ``gym``); the values were checked
+    with the config (:func:`trainer.config.to_train_config`), the Showdown settings again by
+    ``EnvSpec``, their one home."""
     if isinstance(cfg, ShowdownEnvConfig) or cfg.kind == "showdown":
         envs = _make_showdown(cfg, seed, log_dir)  # type: ignore[arg-type]
     elif isinstance(cfg, GymEnvConfig) or cfg.kind == "gym":
@@ -181,8 +180,6 @@ def _make_gym(cfg: GymEnvConfig) -> VectorEnv:
         gym.spec(cfg.id)
     except gym.error.Error as exc:
         raise ValueError(f"env.id {cfg.id!r} is not a registered Gymnasium env: {exc}") from exc
-    if cfg.vectorization not in ("sync", "async"):
-        raise ValueError(f"env.vectorization must be 'sync' or 'async', got {cfg.vectorization!r}")
     vector_kwargs: dict = {"autoreset_mode": AutoresetMode.SAME_STEP}
     if cfg.vectorization == "async" and cfg.context:
         vector_kwargs["context"] = cfg.context
@@ -198,13 +195,7 @@ def _make_gym(cfg: GymEnvConfig) -> VectorEnv:
 def _make_showdown(
     cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None
 ) -> VectorEnv:
-    from mapleenv.plugins import import_plugins
-
-    try:  # here first: a bad module name is one line, not a traceback from every worker
-        import_plugins(cfg.plugins)
-    except ValueError as exc:
-        raise ConfigError(f"env.plugins: {exc}") from exc
-    try:  # the one check of the run (format, teams); the workers get the checked spec
+    try:  # the one check of the run (plugins, format, teams); workers get the checked spec
         spec = showdown_spec(cfg, seed, log_dir)
     except ValueError as exc:
         raise ConfigError(f"env: {exc}") from exc
@@ -220,8 +211,6 @@ def _make_showdown(
     if cfg.vectorization == "ray":
         from mapleenv.vector import make_ray_vector_env
 
-        if cfg.sim_hosts is None:  # one host per shard CPU, not per core of the node
-            spec = dataclasses.replace(spec, sim_hosts=max(1, round(cfg.ray.cpus_per_shard)))
         return make_ray_vector_env(
             cfg.num_envs,
             cfg.ray.shards,
@@ -231,8 +220,6 @@ def _make_showdown(
             spec=spec,
             **vector,
         )
-    if cfg.vectorization != "async":
-        raise ValueError(f"env.vectorization must be 'async' or 'ray', got {cfg.vectorization!r}")
     from mapleenv import make_vector_env
 
     return make_vector_env(
@@ -246,26 +233,5 @@ def _make_showdown(
 
 
 def showdown_spec(cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None) -> Any:
-    """The checked ``EnvSpec`` of ``env.*``: every setting the schema and the spec share by
-    name is copied as it is (a new env setting needs no line here), ``env.server_url`` is
-    the spec's ``server``, a mix mapping becomes its ``mix:...`` name; illegal actions
-    raise (the policy samples masked actions: one is a bug)."""
-    from mapleenv.opponents import opponent_spec
-    from mapleenv.spec import EnvSpec
-
-    shared = {f.name for f in dataclasses.fields(EnvSpec)} & {
-        f.name for f in dataclasses.fields(cfg)
-    }
-    values = {name: getattr(cfg, name) for name in shared}
-    return EnvSpec(
-        **values
-        | {
-            "server": cfg.server_url,
-            "opponent": opponent_spec(cfg.opponent),
-            "reward": dict(cfg.reward) if cfg.reward is not None else None,
-            "plugins": list(cfg.plugins),
-            "log_dir": str(log_dir) if log_dir is not None else None,
-            "seed": seed,
-            "on_illegal": "raise",
-        }
-    ).checked()
+    """The checked ``EnvSpec`` of ``env.*`` (:func:`trainer.config.env_spec`)."""
+    return env_spec(cfg, seed, log_dir).checked()
