@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mapleenv.paths import printable, read_small_file
-from trainer.apps.guard import RefusalWatch
+from trainer.apps.guard import OWN_LINE, RefusalWatch
 from trainer.config import PlayConfig, checkpoint_mask_futile, team_path
 
 log = logging.getLogger("trainer.play")
@@ -56,10 +56,13 @@ def _make_player_class() -> type:
             *args: Any,
             on_result: Callable[[BattleResult], None] | None = None,
             before_listening: Callable[[Any], None] | None = None,
+            own_lines: int = 0,
             **kwargs: Any,
         ):
             super().__init__(*args, **kwargs)  # PolicyOpponent: start_listening=False
             self.on_result = on_result
+            # the first ``own_lines`` battles' start lines pass the flood guard (OWN_LINE)
+            self.own_lines, self.started = own_lines, 0
             self.results: list[BattleResult] = []
             if before_listening is not None:  # e.g. filters on the logger poke-env just made
                 before_listening(self)
@@ -74,10 +77,12 @@ def _make_player_class() -> type:
 
         def choose_move(self, battle: AbstractBattle) -> BattleOrder:
             if battle.battle_tag not in self._states:
+                self.started += 1
                 log.info(
                     "battle started: %s vs %s",
                     printable(battle.battle_tag),
                     printable(battle.opponent_username),
+                    extra={OWN_LINE: self.started <= self.own_lines},
                 )
             return by_slot(super().choose_move(battle), battle)  # switches by slot
 
@@ -175,6 +180,7 @@ def build_player(
         name=cfg.username or DEFAULT_USERNAME,
         on_result=on_result,
         before_listening=before_listening,
+        own_lines=cfg.battles,
         battle_format=battle_format,
         team=team,
         account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME, password),

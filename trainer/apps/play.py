@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mapleenv.paths import printable
-from trainer.apps.guard import FloodGuard, QuietExplained, RefusalWatch
+from trainer.apps.guard import OWN_LINE, FloodGuard, QuietExplained, RefusalWatch
 from trainer.apps.hydra_app import run_app
 from trainer.apps.live import (
     DEFAULT_USERNAME,
@@ -192,7 +192,9 @@ def run(
 
 
 def _result_logger(results: list[BattleResult], battles: int) -> Callable[[BattleResult], None]:
-    """The callback that keeps and logs each finished battle."""
+    """The callback that keeps and logs each finished battle: one line each for the
+    ``battles`` asked for, past the flood guard (:data:`~trainer.apps.guard.OWN_LINE`);
+    any more, which only a server can cause, go through it."""
 
     def on_result(result: BattleResult) -> None:
         results.append(result)
@@ -204,6 +206,7 @@ def _result_logger(results: list[BattleResult], battles: int) -> Callable[[Battl
             result.result,
             result.turns,
             printable(result.opponent),
+            extra={OWN_LINE: len(results) <= battles},
         )
 
     return on_result
