@@ -104,23 +104,54 @@ def test_the_tiny_and_shipped_checkpoints_still_pass(tmp_path: Path):
     assert read_snapshot(no_head)["policy"]["model"]["aux_classes"] == 0
 
 
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    """The files every entry point is given: a nonsense spec (a string hidden size, which
+    once ended evaluate with a TypeError traceback from torch) and weights whose shapes
+    do not fit the network their spec builds; with a fragment of the line for each."""
+    directory = tmp_path_factory.mktemp("crafted")
+    return {
+        name: (spoiled(directory, CASES[name][0], f"{name}.pt"), CASES[name][1])
+        for name in ("hidden_size_string", "obs_dim_mismatch")
+    }
+
+
+# each way a checkpoint comes in: ``{bad}`` is the crafted file, ``{good}`` a tiny good one
+ENTRY_POINTS = {
+    "evaluate": ["trainer.evaluate", "checkpoint={bad}", "battles=2", "num_envs=1"],
+    "play": ["trainer.play", "checkpoint={bad}"],
+    "resume": ["trainer", "+experiment=smoke", "resume={bad}"],
+    "policy_opponent": [
+        *("trainer.evaluate", "checkpoint={good}", "opponents=[policy:{bad}]"),
+        *("battles=2", "num_envs=1"),
+    ],
+    "policy_training_opponent": ["trainer", "+experiment=smoke", "env.opponent=policy:{bad}"],
+}
+
+
 @pytest.mark.integration
 @pytest.mark.timeout(400)
-def test_evaluate_says_it_in_one_line_with_exit_code_2(tmp_path: Path):
-    """(A string hidden_size used to end it with a TypeError traceback from torch.) The
-    line is an error log record, on stderr (stdout is for results)."""
-    path = spoiled(tmp_path, _model("hidden_size", "x"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainer.evaluate", f"checkpoint={path}"]
-        + [f"hydra.run.dir={tmp_path / 'hydra'}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    out = proc.stderr
-    assert proc.returncode == 2, out[-3000:]
-    assert "Traceback" not in out and proc.stdout == "", out[-3000:]
-    errors = [line for line in out.splitlines() if "ERROR" in line]
-    assert len(errors) == 1, out[-3000:]
-    assert str(path) in errors[0] and "policy.model.hidden_size must be a" in errors[0]
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+def test_each_entry_point_says_it_in_one_line_with_exit_code_2(
+    entry: str, crafted: dict[str, tuple[Path, str]], tmp_path: Path
+):
+    """One error log record on stderr naming the file (stdout is for results), exit code
+    2, no traceback, nothing written: the run folder is never made."""
+    good = write_tiny_checkpoint(tmp_path / "good.pt")
+    for bad, fragment in crafted.values():
+        run = tmp_path / f"run_{bad.stem}"
+        args = [a.format(bad=bad, good=good) for a in ENTRY_POINTS[entry]]
+        proc = subprocess.run(
+            [sys.executable, "-m", *args, f"hydra.run.dir={run}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        out = proc.stderr
+        assert proc.returncode == 2, out[-3000:]
+        assert "Traceback" not in out and proc.stdout == "", out[-3000:]
+        errors = [line for line in out.splitlines() if "ERROR" in line]
+        assert len(errors) == 1 and len(out.strip().splitlines()) == 1, out[-3000:]
+        assert str(bad) in errors[0] and fragment in errors[0], errors[0]
+        assert not run.exists()
