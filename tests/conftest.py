@@ -220,7 +220,8 @@ _HEAVY = ("integration", "slow", "ray")
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts no real process (not marked integration, slow or ray) is a
-    ``unit`` test: ``make test-fast`` runs those (``-m unit``). A test given its backend
+    ``unit`` test: ``make test-fast`` runs those (``-m unit``); one that starts a process
+    fails (the hooks below, tests/process_guard.py). A test given its backend
     as a parameter is ``pinned_backend`` (the CI's server pass leaves it out: it ran both
     already). Ray tests share one xdist group: with ``-n 2 --dist loadgroup`` (``make
     test``) they run one after another, never two local Ray instances at once."""
