@@ -53,6 +53,9 @@ def main() -> None:
     parser.add_argument(
         "--rollout-turns", type=int, default=0, help="greedy turns played past each searched one"
     )
+    parser.add_argument(
+        "--replies", type=int, default=0, help="opponent replies searched per world (0: all)"
+    )
     args = parser.parse_args()
     views = decisions(args.decisions, args.seed)
     with SearchHost() as host:
@@ -71,6 +74,7 @@ def main() -> None:
                         time_ms=budget,
                         seed=i,
                         rollout=args.rollout_turns,
+                        replies=args.replies,
                     )
                 )
             sim_ms = [(r["ms"] - r["build_ms"]) / r["sims"] for r in rows if r["sims"]]
@@ -81,6 +85,7 @@ def main() -> None:
                         "decisions": len(rows),
                         "worlds": args.worlds,
                         "rollout_turns": args.rollout_turns,
+                        "replies": args.replies,
                         "median_ms": round(statistics.median(r["ms"] for r in rows), 1),
                         "median_sims": statistics.median(r["sims"] for r in rows),
                         "median_worlds_done": statistics.median(r["worlds"] for r in rows),

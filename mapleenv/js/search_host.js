@@ -8,7 +8,8 @@
  * Requests:
  *   {"id": 1, "cmd": "search", "view": {...}, "own": ["move 1", "switch 3", ...],
  *    "worlds": K, "sims": N | null, "time_ms": T | null, "seed": S, "uniform": u,
- *    "iterations": R, "rollout": greedy turns past the searched one, "truth": [sets] | null}
+ *    "iterations": R, "rollout": greedy turns past the searched one, "replies": the
+ *    opponent's likeliest replies searched per world (0: all), "truth": [sets] | null}
  *     -> {"id": 1, "q": [score per own choice, null where no world allowed it],
  *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t,
  *         "build_ms": time spent building the worlds}
@@ -23,6 +24,7 @@
 'use strict';
 const {loadSim} = require('./load_sim');
 const {legalChoices, playPair, solve} = require('./search/game');
+const {likelyReplies} = require('./search/rollout');
 const {buildWorld} = require('./search/state');
 const {summarize} = require('./search/fields');
 
@@ -54,7 +56,7 @@ function generator(format, seed) {
 function makeWorld(req, k) {
   const gen = generator(req.view.format, seedOf(req.seed, k, 1));
   const battle = buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed, k, 2), truth: req.truth});
-  const foe = legalChoices(battle.sides[1]);
+  const foe = likelyReplies(battle, battle.sides[1], legalChoices(battle.sides[1]), req.replies);
   return {
     snapshot: JSON.stringify(battle.toJSON()),
     foe: foe.length ? foe : [null],
@@ -136,7 +138,9 @@ function warm(format) {
     const battle = new Sim.Battle({formatid: format, seed: seedOf(i, 0, 4),
       p1: {name: 'p1', team: team()}, p2: {name: 'p2', team: team()}});
     const snapshot = JSON.stringify(battle.toJSON());
-    for (let t = 0; t < 20; t++) playPair(Sim, snapshot, 'default', 'default', seedOf(i, t, 5));
+    for (let t = 0; t < 20; t++) {
+      playPair(Sim, snapshot, 'default', 'default', seedOf(i, t, 5), t % 2 ? 3 : 0);
+    }
   }
   return {ms: Date.now() - start};
 }

@@ -40,6 +40,7 @@ class SearchConfig:
     temperature: float = 0.03  # weight of the prior against the search's scores
     uniform: float = 0.25  # share of the opponent model spread over all its actions
     rollout_turns: int = 0  # greedy turns played past each searched turn before scoring it
+    replies: int = 0  # the opponent's likeliest replies searched per world (0: all of them)
     hosts: int = 1  # search hosts (Node processes) searching decisions side by side
     seed: int = 0
 
@@ -56,6 +57,7 @@ class SearchConfig:
             "search.temperature": self.temperature > 0,
             "search.uniform": 0 <= self.uniform <= 1,
             "search.rollout_turns": 0 <= self.rollout_turns <= 500,
+            "search.replies": 0 <= self.replies <= 26,
             "search.hosts": 1 <= self.hosts <= 64,
             "search.seed": 0 <= self.seed < 2**32,
         }
@@ -192,6 +194,7 @@ class Searcher:
             "seed": zlib.crc32(key, self.config.seed),
             "uniform": self.config.uniform,
             "rollout": self.config.rollout_turns,
+            "replies": self.config.replies,
         }
 
     def choose(self, decisions: Sequence[Decision]) -> list[int]:

@@ -64,6 +64,38 @@ function greedyChoice(battle, side) {
   return best === null ? 'default' : `move ${best + 1}`;
 }
 
+/** The `limit` likeliest of `choices` (legal choice strings of `side`) by a greedy reading:
+ * a move by the damage it does to the foe's active (its Tera form only for the best move), a
+ * switch by how much more the incoming Pokémon hurts the foe than the foe hurts it. */
+function likelyReplies(battle, side, choices, limit) {
+  if (!limit || choices.length <= limit) return choices;
+  const mon = side.active[0];
+  const foe = side.foe.active[0];
+  const scored = choices.map(choice => {
+    const [kind, index] = choice.split(' ');
+    if (kind === 'switch') {
+      const incoming = side.pokemon[Number(index) - 1];
+      return [choice, bestDamage(battle, incoming, foe) - bestDamage(battle, foe, incoming)];
+    }
+    const slot = mon && mon.moveSlots[Number(index) - 1];
+    const damage = slot ? expectedDamage(battle, mon, foe, slot.id) : 0;
+    const score = damage / Math.max(1, foe ? foe.maxhp : 1);
+    return [choice, choice.endsWith('terastallize') ? score - 1e-3 : score];
+  });
+  scored.sort((x, y) => y[1] - x[1]);
+  const best = [];
+  let tera = false;
+  for (const [choice] of scored) {
+    if (choice.endsWith('terastallize')) {
+      if (tera) continue;
+      tera = true;
+    }
+    best.push(choice);
+    if (best.length >= limit) break;
+  }
+  return best;
+}
+
 /** Play `turns` more turns (forced switches included) with the greedy policy on both
  * sides; a choice the simulator refuses falls back to its default. */
 function rollout(battle, turns) {
@@ -82,4 +114,4 @@ function rollout(battle, turns) {
   return battle;
 }
 
-module.exports = {bestDamage, expectedDamage, greedyChoice, rollout};
+module.exports = {bestDamage, expectedDamage, greedyChoice, likelyReplies, rollout};

@@ -49,13 +49,18 @@ def mid_battle_decisions(seed: int, count: int, min_turn: int = 3) -> Iterator[D
         env.close()
 
 
-@pytest.mark.parametrize("rollout_turns", [0, 3])
+@pytest.mark.parametrize(("rollout_turns", "replies"), [(0, 0), (3, 4)])
 def test_searched_choices_are_legal_and_repeat_under_a_seed_and_sim_budget(
-    rollout_turns: int,
+    rollout_turns: int, replies: int
 ) -> None:
     decisions = list(mid_battle_decisions(seed=3, count=6))
     config = SearchConfig(
-        time_ms=None, sims=60, worlds=2, confident=1.0, rollout_turns=rollout_turns
+        time_ms=None,
+        sims=60,
+        worlds=2,
+        confident=1.0,
+        rollout_turns=rollout_turns,
+        replies=replies,
     )
     first, second = Searcher(config), Searcher(config)
     try:
