@@ -53,6 +53,8 @@ def test_confident_priors_forced_switches_and_single_actions_are_not_searched() 
         ({"uniform": 1.5}, "search.uniform"),
         ({"seed": -1}, "search.seed"),
         ({"sims": 0}, "search.sims"),
+        ({"rollout_turns": -1}, "search.rollout_turns"),
+        ({"replies": 27}, "search.replies"),
     ],
 )
 def test_bad_settings_are_one_line(settings: dict, field: str) -> None:
