@@ -25,4 +25,4 @@ lint: setup
 	$(VENV)/lint-imports
 
 bench: setup
-	$(VENV)/python scripts/bench_env.py $(ARGS)
+	$(VENV)/python scripts/bench/bench_env.py $(ARGS)

@@ -5,7 +5,7 @@
 #   TORCH_SPEC  torch requirement installed first (default torch==2.13.0, a CPU wheel here;
 #               set e.g. TORCH_SPEC="torch" for your platform's default CUDA build). When
 #               set and the installed torch does not match it, torch is replaced (one line
-#               says so; scripts/torch_spec.py decides); unset, an installed torch is kept.
+#               says so; scripts/setup/torch_spec.py decides); unset, an installed torch is kept.
 #               See docs/gpu.md.
 #   EXTRAS      pip extras for Maple (default "dev"; "dev,ray" for the Ray scale-out)
 set -euo pipefail
@@ -25,14 +25,14 @@ node -e 'process.exit(parseInt(process.versions.node) >= 18 ? 0 : 1)' \
 # the extras, pyproject.toml's project metadata): a second run with nothing changed prints
 # one line.
 STAMP=.venv/.maple-install
-want_stamp=$(python scripts/install_stamp.py "$EXTRAS")
+want_stamp=$(python scripts/setup/install_stamp.py "$EXTRAS")
 need_install=1
 if [ "$(cat "$STAMP" 2>/dev/null)" = "$want_stamp" ] \
   && python -c 'import importlib.metadata as m; m.distribution("maple")' 2>/dev/null; then
   need_install=0
 fi
 [ "$need_install" = 0 ] || python -m pip install -q --upgrade pip
-IFS=$'\t' read -r torch_action torch_note < <(python scripts/torch_spec.py $TORCH_REQUESTED "$TORCH_SPEC")
+IFS=$'\t' read -r torch_action torch_note < <(python scripts/setup/torch_spec.py $TORCH_REQUESTED "$TORCH_SPEC")
 case "$torch_action" in
   install) echo "maple: $torch_note"; python -m pip install -q "$TORCH_SPEC" ;;
   replace) echo "maple: $torch_note"

@@ -30,7 +30,8 @@ from mapleenv.policies.fields import fields_problem
 FORMAT_VERSION = 2
 CHECKPOINT_DIR = "checkpoints"
 LAST = "last.pt"
-CONVERT = "maple-convert-checkpoint"  # the command (scripts/convert_checkpoint.py in a checkout)
+# the command (scripts/checkpoint/convert_checkpoint.py in a checkout)
+CONVERT = "maple-convert-checkpoint"
 
 
 class CheckpointError(ValueError):

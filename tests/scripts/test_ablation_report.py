@@ -1,4 +1,4 @@
-"""scripts/ablation_report.py: runs grouped by setting with seeds pooled, and a real
+"""scripts/report/ablation_report.py: runs grouped by setting with seeds pooled, and a real
 evaluation of a run's last checkpoint kept in the run dir."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _evaluated(run_dir: Path, wins: int, battles: int) -> None:
 
 def _report(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "ablation_report.py"), *args],
+        [sys.executable, str(ROOT / "scripts" / "report" / "ablation_report.py"), *args],
         capture_output=True,
         text=True,
         timeout=600,

@@ -1,4 +1,4 @@
-"""``scripts/bench_encoder.py --encoder NAME`` times the encoder it is given."""
+"""``scripts/bench/bench_encoder.py --encoder NAME`` times the encoder it is given."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from mapleenv.encoders import make_encoder
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_encoder.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "bench_encoder.py"
 
 
 @pytest.mark.integration

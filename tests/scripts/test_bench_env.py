@@ -1,4 +1,4 @@
-"""``scripts/bench_env.py`` and the simulator ceiling (``mapleenv.measure.Ceiling``): they run
+"""``scripts/bench/bench_env.py`` and the simulator ceiling (``mapleenv.measure.Ceiling``): they run
 and report sanely.
 
 (Speeds are not asserted here: the benchmark prints them.)
@@ -20,7 +20,7 @@ import pytest
 from mapleenv.measure import Ceiling
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench_env.py"
+SCRIPT = REPO / "scripts" / "bench" / "bench_env.py"
 
 
 @pytest.fixture(scope="module")

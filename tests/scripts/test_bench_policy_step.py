@@ -1,4 +1,4 @@
-"""``scripts/bench_policy_step.py`` times eager and traced steps and says which ran."""
+"""``scripts/bench/bench_policy_step.py`` times eager and traced steps and says which ran."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from builders import write_tiny_checkpoint
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_policy_step.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "bench_policy_step.py"
 
 
 @pytest.mark.integration

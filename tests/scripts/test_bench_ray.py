@@ -1,4 +1,4 @@
-"""scripts/bench_ray.py: both sides of the comparison run as many simulator processes."""
+"""scripts/bench/bench_ray.py: both sides of the comparison run as many simulator processes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench_ray():
-    spec = importlib.util.spec_from_file_location("bench_ray", ROOT / "scripts" / "bench_ray.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_ray", ROOT / "scripts" / "bench" / "bench_ray.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""scripts/bench_update.py: the real PPO update timed per torch-thread / wait-policy mode."""
+"""scripts/bench/bench_update.py: the real PPO update timed per torch-thread / wait-policy mode."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_one_line_per_load_with_every_mode_timed() -> None:
     cmd = [
         sys.executable,
-        str(ROOT / "scripts" / "bench_update.py"),
+        str(ROOT / "scripts" / "bench" / "bench_update.py"),
         "--modes",
         "1,1:passive:spin=100",
     ]

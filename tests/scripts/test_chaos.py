@@ -1,4 +1,4 @@
-"""scripts/chaos.py: a short smoke-sized run under a high fault rate passes its own checks,
+"""scripts/stress/chaos.py: a short smoke-sized run under a high fault rate passes its own checks,
 and its JSON counts add up."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def test_chaos_run_recovers_from_every_fault_kind(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     proc = subprocess.run(
         [
-            sys.executable, str(ROOT / "scripts" / "chaos.py"),
+            sys.executable, str(ROOT / "scripts" / "stress" / "chaos.py"),
             "--minutes", "1",
             "--experiment", "smoke",
             "--backend", BACKEND,

@@ -1,4 +1,4 @@
-"""scripts/compare_runs.py: several runs' curves on one PNG and their last window's means."""
+"""scripts/report/compare_runs.py: several runs' curves on one PNG and their last window's means."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _write(path: Path, rows: list[list[object]]) -> Path:
 
 def _compare(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "compare_runs.py"), *args],
+        [sys.executable, str(ROOT / "scripts" / "report" / "compare_runs.py"), *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,5 +1,5 @@
-"""scripts/export_checkpoint.py: a compact copy that still evaluates and resumes, and with
-``--mask-futile`` plays without the moves that surely fail (its run's config untouched)."""
+"""scripts/checkpoint/export_checkpoint.py: a compact copy that still evaluates and resumes, and
+with ``--mask-futile`` plays without the moves that surely fail (its run's config untouched)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def export(*args: str) -> dict:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "export_checkpoint.py"), *args],
+        [sys.executable, str(ROOT / "scripts" / "checkpoint" / "export_checkpoint.py"), *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,4 +1,4 @@
-"""scripts/gpu_check.py --device cpu: every part runs and passes (the GPU check does not rot
+"""scripts/bench/gpu_check.py --device cpu: every part runs and passes (the GPU check does not rot
 on machines without a GPU)."""
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.integration
 @pytest.mark.timeout(700)
 def test_cpu_check_prints_one_passing_line_per_part() -> None:
-    cmd = [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--device", "cpu", "--quick"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "bench" / "gpu_check.py"),
+        "--device",
+        "cpu",
+        "--quick",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -36,6 +42,11 @@ def test_cpu_check_prints_one_passing_line_per_part() -> None:
 
 @pytest.mark.integration
 def test_unknown_part_is_one_usage_error() -> None:
-    cmd = [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--parts", "learner,gpu"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "bench" / "gpu_check.py"),
+        "--parts",
+        "learner,gpu",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "unknown ['gpu']" in proc.stderr

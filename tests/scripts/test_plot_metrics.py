@@ -1,4 +1,4 @@
-"""scripts/plot_metrics.py: a learning curve and the last window's means from metrics.csv."""
+"""scripts/report/plot_metrics.py: a learning curve and the last window's means from metrics.csv."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_plot_writes_a_png_and_the_smoothed_last_values(tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "plot_metrics.py"),
+            str(ROOT / "scripts" / "report" / "plot_metrics.py"),
             str(metrics),
             str(out),
             "--window",
@@ -84,7 +84,7 @@ def test_minutes_axis_continues_past_the_last_step() -> None:
 
     import numpy as np
 
-    extended = runpy.run_path(str(ROOT / "scripts" / "plot_metrics.py"))["_extended"]
+    extended = runpy.run_path(str(ROOT / "scripts" / "report" / "plot_metrics.py"))["_extended"]
     steps, minutes = np.array([0.0, 100.0, 300.0]), np.array([0.0, 10.0, 30.0])
     to_steps = extended(minutes, steps)
     # inside: the run's own curve; past either end: the mean rate, so ticks beyond the last

@@ -1,4 +1,4 @@
-"""``scripts/profile_env.py`` reports an env's CPU per step, and against the raw simulator."""
+"""``scripts/bench/profile_env.py`` reports an env's CPU per step, and against the raw simulator."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "profile_env.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "profile_env.py"
 
 
 @pytest.mark.integration

@@ -1,5 +1,6 @@
-"""Every script in scripts/ has a complete ``--help``: a description that ends its sentence
-and a help line for every argument (read from the script's own parser)."""
+"""Every script in scripts/ and its job folders has a complete ``--help``: a description that
+ends its sentence and a help line for every argument (read from the script's own parser).
+Modules named ``_*.py`` (the shared ``scripts/_cli.py``) are helpers, not scripts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = sorted((Path(__file__).resolve().parents[2] / "scripts").glob("*.py"))
+SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "scripts"
+SCRIPTS = sorted(p for p in SCRIPTS_DIR.rglob("*.py") if not p.name.startswith("_"))
 
 # Runs a script up to its parse_args, then reports its parser instead of parsing.
 REPORT_PARSER = """
@@ -29,8 +31,13 @@ runpy.run_path(script, run_name="__main__")
 """
 
 
+def test_scripts_are_found_in_their_job_folders() -> None:
+    found = {str(p.relative_to(SCRIPTS_DIR)) for p in SCRIPTS}
+    assert {"bench/bench_env.py", "report/plot_metrics.py", "stress/chaos.py"} <= found
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(SCRIPTS_DIR)))
 def test_script_help_is_complete(script: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120

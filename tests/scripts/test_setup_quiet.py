@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STAMP = ROOT / ".venv" / ".maple-install"
-SCRIPT = ROOT / "scripts" / "install_stamp.py"
+SCRIPT = ROOT / "scripts" / "setup" / "install_stamp.py"
 
 
 def stamp(extras: str) -> str:

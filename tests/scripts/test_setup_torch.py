@@ -1,4 +1,5 @@
-"""scripts/torch_spec.py: what scripts/setup.sh does about torch (no torch is installed here)."""
+"""scripts/setup/torch_spec.py: what scripts/setup.sh does about torch (no torch is installed
+here)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "torch_spec.py"
+SCRIPT = ROOT / "scripts" / "setup" / "torch_spec.py"
 
 _spec = importlib.util.spec_from_file_location("torch_spec", SCRIPT)
 assert _spec is not None and _spec.loader is not None
@@ -88,8 +89,8 @@ def test_cli_error_is_one_line_and_fails() -> None:
 _STUB_PYTHON = """#!/usr/bin/env bash
 # .venv/bin/python stand-in: records pip calls, answers torch_spec.py as if FAKE_TORCH
 if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "pip ${*:3}" >> "$PIP_LOG"; exit 0; fi
-if [ "$1" = "scripts/torch_spec.py" ]; then
-  shift; exec "$REAL_PYTHON" scripts/torch_spec.py --installed "$FAKE_TORCH" "$@"
+if [ "$1" = "scripts/setup/torch_spec.py" ]; then
+  shift; exec "$REAL_PYTHON" scripts/setup/torch_spec.py --installed "$FAKE_TORCH" "$@"
 fi
 exec "$REAL_PYTHON" "$@"
 """
@@ -98,8 +99,8 @@ exec "$REAL_PYTHON" "$@"
 def _run_setup(tmp_path: Path, installed: str, torch_spec_env: str | None) -> tuple[str, list[str]]:
     """scripts/setup.sh in a copy of the repo whose .venv python records pip calls."""
     repo = tmp_path / "repo"
-    (repo / "scripts").mkdir(parents=True)
-    for name in ("setup.sh", "torch_spec.py", "install_stamp.py"):
+    (repo / "scripts" / "setup").mkdir(parents=True)
+    for name in ("setup.sh", "_cli.py", "setup/torch_spec.py", "setup/install_stamp.py"):
         (repo / "scripts" / name).write_text((ROOT / "scripts" / name).read_text())
     (repo / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
     (repo / "package-lock.json").write_text("{}")

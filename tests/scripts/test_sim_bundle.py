@@ -1,4 +1,4 @@
-"""scripts/sim_bundle.py: the bundle holds what the direct backend needs; a battle runs from
+"""scripts/setup/sim_bundle.py: the bundle holds what the direct backend needs; a battle runs from
 the unpacked bundle alone (MAPLE_SHOWDOWN_DIR pointing into it)."""
 
 from __future__ import annotations
@@ -29,7 +29,13 @@ print(find_showdown())
 @pytest.mark.timeout(700)
 def test_a_battle_runs_from_the_unpacked_bundle(tmp_path: Path) -> None:
     bundle = tmp_path / "sim.tar.xz"
-    cmd = [sys.executable, str(ROOT / "scripts" / "sim_bundle.py"), str(bundle), "--preset", "0"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "setup" / "sim_bundle.py"),
+        str(bundle),
+        "--preset",
+        "0",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)

@@ -1,4 +1,4 @@
-"""scripts/soak.py: a short real run sampled for memory, reported per process as JSON."""
+"""scripts/stress/soak.py: a short real run sampled for memory, reported per process as JSON."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_soak_samples_every_process_and_stops_the_run_with_its_checkpoint(tmp_pa
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "soak.py"),
+            str(ROOT / "scripts" / "stress" / "soak.py"),
             "--minutes", "0.5",
             "--warmup", "0.1",
             "--interval", "2",

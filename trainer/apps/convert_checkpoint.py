@@ -2,7 +2,7 @@
 
     maple-convert-checkpoint OLD.pt NEW.pt
 
-(from a checkout, ``python scripts/convert_checkpoint.py`` runs the same).
+(from a checkout, ``python scripts/checkpoint/convert_checkpoint.py`` runs the same).
 
 This is the one place Maple unpickles a file with the full unpickler
 (``torch.load(weights_only=False)``), which runs any code the file names: run it only on a

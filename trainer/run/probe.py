@@ -1,6 +1,6 @@
 """A training run seen from outside, while it runs or after it: its metrics rows, last
 iteration and checkpoint, its processes by role and its simulator socket dirs. Operator
-tools (``scripts/chaos.py``, ``scripts/soak.py``) watch a run through these."""
+tools (``scripts/stress/chaos.py``, ``scripts/stress/soak.py``) watch a run through these."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ total             1453
 
 Every value lies within the ``low``/``high`` bounds of its group; nothing is NaN/inf.
 Static data (per species, per move, type matchups) and damage-calculator results are
-cached, so a typical step costs a few hundred microseconds (``scripts/bench_encoder.py``).
+cached, so a typical step costs a few hundred microseconds (``scripts/bench/bench_encoder.py``).
 """
 
 from __future__ import annotations

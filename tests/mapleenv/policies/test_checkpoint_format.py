@@ -1,7 +1,7 @@
 """Checkpoint format 2 (docs/training.md, docs/security.md): plain data read with
 ``weights_only=True``; a pickle that would run code, an older pickled checkpoint or a foreign
-file is one line (exit code 2 from every CLI); ``scripts/convert_checkpoint.py`` is the one
-trust step; plugins come only from the user, never from a checkpoint."""
+file is one line (exit code 2 from every CLI); ``scripts/checkpoint/convert_checkpoint.py`` is the
+one trust step; plugins come only from the user, never from a checkpoint."""
 
 from __future__ import annotations
 
@@ -128,7 +128,11 @@ def _cli_cases(evil: Path, good: Path, tmp: Path) -> dict[str, list[str]]:
             f"env.opponent='mix:random=1,policy:{evil}=1'",
             hydra,
         ],
-        "export": [str(ROOT / "scripts" / "export_checkpoint.py"), str(evil), str(tmp / "x.pt")],
+        "export": [
+            str(ROOT / "scripts" / "checkpoint" / "export_checkpoint.py"),
+            str(evil),
+            str(tmp / "x.pt"),
+        ],
     }
 
 
@@ -163,7 +167,7 @@ def test_an_older_checkpoint_says_how_to_convert_it(tmp_path: Path):
 
 @pytest.mark.integration
 def test_convert_refuses_what_is_not_a_maple_checkpoint(tmp_path: Path):
-    script = str(ROOT / "scripts" / "convert_checkpoint.py")
+    script = str(ROOT / "scripts" / "checkpoint" / "convert_checkpoint.py")
     garbage = tmp_path / "garbage.pt"
     garbage.write_bytes(os.urandom(4096))
     foreign = tmp_path / "foreign.pt"
@@ -182,7 +186,9 @@ def test_a_converted_older_checkpoint_keeps_its_state_and_evaluates(tmp_path: Pa
     old = write_format_1(tmp_path / "old.pt")
     before = torch.load(old, weights_only=False)  # the test's own file
     new = tmp_path / "new.pt"
-    code, out = run_cli(str(ROOT / "scripts" / "convert_checkpoint.py"), str(old), str(new))
+    code, out = run_cli(
+        str(ROOT / "scripts" / "checkpoint" / "convert_checkpoint.py"), str(old), str(new)
+    )
     assert code == 0, out
     summary = json.loads(out.splitlines()[-1])
     assert summary["source_format"] == 1 and summary["format_version"] == 2

@@ -1,4 +1,4 @@
-"""A Hydra sweep (`python -m trainer -m ...`) and its report (scripts/sweep_report.py)."""
+"""A Hydra sweep (`python -m trainer -m ...`) and its report (scripts/report/sweep_report.py)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_sweep_runs_every_setting_and_the_report_summarises_them(tmp_path: Path)
     assert "[HYDRA] Launching 2 jobs locally" in proc.stderr and proc.stdout == ""
 
     report = subprocess.run(
-        [sys.executable, "scripts/sweep_report.py", str(sweep)],
+        [sys.executable, "scripts/report/sweep_report.py", str(sweep)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -63,7 +63,7 @@ def test_sweep_runs_every_setting_and_the_report_summarises_them(tmp_path: Path)
 @pytest.mark.integration
 def test_report_on_an_empty_dir_fails_clearly(tmp_path: Path) -> None:
     report = subprocess.run(
-        [sys.executable, "scripts/sweep_report.py", str(tmp_path)],
+        [sys.executable, "scripts/report/sweep_report.py", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,4 +1,5 @@
-"""``maple-export-checkpoint`` from a checkout (``python scripts/export_checkpoint.py --help``).
+"""``maple-export-checkpoint`` from a checkout
+(``python scripts/checkpoint/export_checkpoint.py --help``).
 
 The command lives in :mod:`trainer.apps.export_checkpoint` (its ``--help`` is the whole text).
 """
@@ -6,7 +7,7 @@ The command lives in :mod:`trainer.apps.export_checkpoint` (its ``--help`` is th
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's packages
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's packages
 
 from trainer.apps.export_checkpoint import main  # noqa: E402
 

@@ -21,26 +21,28 @@ the order swapped every round so drift on a loaded machine hits both alike; the 
 the mean per mode (``teacher_on``, ``teacher_off``), the teacher's cost as the per-round
 on-minus-off Python CPU (``teacher_python_cpu_ms_per_step``) and every segment.
 
-    python scripts/profile_env.py --backend direct --steps 3000 --cprofile
-    python scripts/profile_env.py --encoder rich --teacher heuristic --steps 500 --rounds 4
-    python scripts/profile_env.py --steps 5000 --warmup 60 --ceiling
+    python scripts/bench/profile_env.py --backend direct --steps 3000 --cprofile
+    python scripts/bench/profile_env.py --encoder rich --teacher heuristic --steps 500 --rounds 4
+    python scripts/bench/profile_env.py --steps 5000 --warmup 60 --ceiling
 """
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
-import json
 import pstats
 import resource
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mapleenv.measure import Ceiling, descendants_cpu
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
 
 # (label, filename fragment, function name) of the costs reported by --cprofile.
 HOT_SPOTS = [
@@ -217,9 +219,7 @@ def breakdown(profiler: cProfile.Profile, steps: int, top: int) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--backend", default="direct", help="server, direct or server,direct (default %(default)s)"
     )
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             record = run_teacher(
                 backend, args.steps, args.seed, args.rounds, teacher=args.teacher, **settings
             )
-            print(json.dumps(record), flush=True)
+            print_json(record)
             continue
         record = run(backend, args.steps, args.seed, args.opponent, args.encoder, None, args.warmup)
         if args.ceiling:
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             profiler = cProfile.Profile()
             profiled = run(backend, args.steps, args.seed, args.opponent, args.encoder, profiler)
             record["cprofile"] = breakdown(profiler, profiled["steps"], args.top)
-        print(json.dumps(record), flush=True)
+        print_json(record)
     return 0
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Play N battles with random legal actions through ``mapleenv/Showdown-v0`` and print them.
 
-    python scripts/demo_env.py --battles 3 --opponent heuristic
-    python scripts/demo_env.py --server 127.0.0.1:8000      # an already running server
-    python scripts/demo_env.py --record tests/data/new      # keep the websocket frames
+    python scripts/demo/demo_env.py --battles 3 --opponent heuristic
+    python scripts/demo/demo_env.py --server 127.0.0.1:8000      # an already running server
+    python scripts/demo/demo_env.py --record tests/data/new      # keep the websocket frames
 
 With no ``--server`` an embedded Showdown server is started and stopped. The last line
 is a JSON summary (battles, wins, steps, startup seconds -- the first reset, which
@@ -15,18 +15,21 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 import mapleenv  # noqa: F401  (registers mapleenv/Showdown-v0)
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import script_parser  # noqa: E402
+
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--battles", type=int, default=3, help="battles to play (default %(default)s)"
     )

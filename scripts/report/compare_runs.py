@@ -1,6 +1,7 @@
 """Learning curves of several runs on one PNG, to compare recipe or model variants.
 
-    python scripts/compare_runs.py attention=runs/att/metrics.csv lstm=runs/lstm/metrics.csv \\
+    python scripts/report/compare_runs.py \\
+        attention=runs/att/metrics.csv lstm=runs/lstm/metrics.csv \\
         --out docs/img/recipe.png
 
 One panel per curve (win rate against each opponent the runs share, teacher agreement),
@@ -11,8 +12,6 @@ window's means and the steps and minutes reached, as JSON.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -27,6 +26,9 @@ from trainer.run.curves import (  # noqa: E402
     read_metrics,
     smooth,
 )
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
 
 
 def _run(spec: str) -> tuple[str, list[dict[str, str]]]:
@@ -45,9 +47,7 @@ def _run(spec: str) -> tuple[str, list[dict[str, str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("runs", nargs="+", help="LABEL=PATH (a metrics.csv or its run dir)")
     parser.add_argument("--out", type=Path, required=True, help="PNG to write")
     parser.add_argument(
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=100)
-    print(json.dumps(summary))
+    print_json(summary)
     return 0
 
 

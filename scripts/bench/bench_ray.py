@@ -7,15 +7,14 @@ times them in
 alternating blocks so both see the same machine load, and prints JSON with the median
 steps/s of each, their ratio and the implied Ray round-trip per vector step.
 
-    python scripts/bench_ray.py --env showdown --num-envs 4 --shards 2
-    python scripts/bench_ray.py --env cartpole --num-envs 4 --shards 2   # pure overhead
+    python scripts/bench/bench_ray.py --env showdown --num-envs 4 --shards 2
+    python scripts/bench/bench_ray.py --env cartpole --num-envs 4 --shards 2   # pure overhead
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
 import logging
 import os
 import platform
@@ -23,10 +22,14 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
 
 
 def random_actions(obs: Any, num_envs: int, n_actions: int, rng: np.random.Generator) -> np.ndarray:
@@ -76,9 +79,7 @@ def env_factory(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--env",
         choices=["showdown", "cartpole"],
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         ray.shutdown()
     result = summary(args, rates, pings, ray.__version__)
-    print(json.dumps(result, indent=2))
+    print_json(result, indent=2)
     return result
 
 

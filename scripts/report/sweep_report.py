@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Summarise a Hydra sweep of ``python -m trainer -m ...``: a table and a PNG plot.
 
-    python scripts/sweep_report.py multirun/2026-01-01/12-00-00_lstm_ppo [--out report.png]
+    python scripts/report/sweep_report.py multirun/2026-01-01/12-00-00_lstm_ppo [--out report.png]
 
 For every run dir under the sweep dir (one with ``metrics.csv``) it reads the run's
 overrides (``.hydra/overrides.yaml``) and reports, per setting: median SPS (first iteration
@@ -12,7 +12,6 @@ steps and wall time. The table is printed and written as ``sweep_report.csv``; t
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import statistics
@@ -27,6 +26,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import script_parser  # noqa: E402
 
 
 @dataclass
@@ -168,9 +170,7 @@ def plot(runs: list[RunSummary], out_png: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("sweep_dir", type=Path, help="a Hydra multirun dir")
     parser.add_argument("--out", type=Path, default=None, help="PNG path (default: in sweep dir)")
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 """An ablation table: the runs of one or more Hydra sweeps grouped by setting, seeds pooled.
 
     python -m trainer -m +experiment=league_ppo max_minutes=20 seed=1,2 env.encoder=rich,rich2
-    python scripts/ablation_report.py multirun/2026-11-26/12-00-00 \\
+    python scripts/report/ablation_report.py multirun/2026-11-26/12-00-00 \\
         --evaluate heuristic,calc --battles 200 --out ablation.md
 
 A run is a directory with a ``metrics.csv``; its setting is its Hydra overrides less those
@@ -17,7 +17,6 @@ Prints the table, writes it as Markdown (``--out``) and prints one JSON line.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import subprocess
@@ -33,6 +32,9 @@ from rich.table import Table
 
 from trainer.evaluation import wilson_interval
 from trainer.run.curves import column, read_metrics, training_minutes
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
 
 TRAINING = ("win_rate/heuristic", "selfplay/league_win_rate", "selfplay/hardest_win_rate")
 EVAL_FILE = "ablation_eval.json"
@@ -187,9 +189,7 @@ def markdown(rows: list[dict[str, Any]], opponents: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("paths", nargs="+", type=Path, help="sweep dirs or run dirs")
     parser.add_argument("--evaluate", default="", help="opponents, comma-separated")
     parser.add_argument("--battles", type=int, default=200, help="per opponent and run")
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     Console(stderr=True).print(table)
     if args.out:
         args.out.write_text(markdown(rows, opponents))
-    print(json.dumps(rows))
+    print_json(rows)
     return 0
 
 

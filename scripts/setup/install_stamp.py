@@ -5,19 +5,21 @@ scripts/setup.sh reinstalls Maple only when this differs from the stamp it wrote
 (``.venv/.maple-install``), so editing tool settings (ruff, pytest, import-linter) or
 running setup again reinstalls nothing.
 
-    python scripts/install_stamp.py dev,ray
+    python scripts/setup/install_stamp.py dev,ray
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
 import tomllib
 from pathlib import Path
 
-PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import script_parser  # noqa: E402
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def stamp(extras: str, pyproject: Path = PYPROJECT) -> str:
@@ -33,9 +35,7 @@ def stamp(extras: str, pyproject: Path = PYPROJECT) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("extras", help="the pip extras installed, e.g. dev or dev,ray")
     args = parser.parse_args(argv)
     print(stamp(args.extras))

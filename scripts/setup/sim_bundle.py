@@ -2,8 +2,8 @@
 """Pack what the direct backend's simulator needs into one compressed file, for a machine
 with no network (the GPU check's: at most 64 MiB travel with a command).
 
-    python scripts/sim_bundle.py shared/sim_bundle.tar.xz            # the package only
-    python scripts/sim_bundle.py shared/sim_bundle.tar.xz --node     # and this node binary
+    python scripts/setup/sim_bundle.py shared/sim_bundle.tar.xz            # the package only
+    python scripts/setup/sim_bundle.py shared/sim_bundle.tar.xz --node     # and this node binary
 
 The bundle holds ``node_modules/pokemon-showdown`` less what the simulator does not read
 (sources, the server's sources, translations, tools, source maps) and its one runtime
@@ -21,14 +21,15 @@ Prints one JSON line: the bundle's size, the uncompressed size and the file coun
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import sys
 import tarfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = Path("node_modules/pokemon-showdown")
 KEEP = ["package.json", "pokemon-showdown", "dist/sim", "dist/data", "dist/lib"]
 KEEP += ["dist/config", "dist/server"]  # formats; dist/server marks the package as found
@@ -73,9 +74,7 @@ def build(out: Path, root: Path, node: str | None, preset: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("out", type=Path, help="the bundle to write (.tar.xz)")
     parser.add_argument("--node", action="store_true", help="include the node on PATH")
     parser.add_argument("--preset", type=int, default=9, help="xz preset 0-9 (default 9)")
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.node and node is None:
         print("sim_bundle.py: --node: no node on PATH", file=sys.stderr)
         return 2
-    print(json.dumps(build(args.out, args.root, node, args.preset)))
+    print_json(build(args.out, args.root, node, args.preset))
     return 0
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """The GPU check: Maple's learner on a device against the CPU, one JSON line per part.
 
-    python scripts/gpu_check.py --device cuda        # the GPU machine: about 6-7 minutes
-    python scripts/gpu_check.py --device cpu --quick # CI: every part, tiny budgets
+    python scripts/bench/gpu_check.py --device cuda        # the GPU machine: about 6-7 minutes
+    python scripts/bench/gpu_check.py --device cpu --quick # CI: every part, tiny budgets
 
 Parts (``--parts``, default all three, in this order):
 
@@ -32,7 +32,6 @@ import argparse
 import contextlib
 import copy
 import dataclasses
-import json
 import os
 import shutil
 import statistics
@@ -60,7 +59,10 @@ from trainer.algos.terms import kickstart_term
 from trainer.config import to_train_config
 from trainer.run.train import Trainer
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 PARTS = ("learner", "checkpoints", "sim")
 KICKSTART = [kickstart_term(1.0)]  # the update's full work, the teacher term too
 
@@ -382,9 +384,7 @@ def machine(device: torch.device) -> dict:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     add = parser.add_argument
     add("--device", default="cuda", help="cuda | cuda:N | cpu (default %(default)s)")
     add("--parts", default=",".join(PARTS), help="comma-separated, from: " + ", ".join(PARTS))
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print(f"gpu_check.py: --device {args.device}: CUDA is not available", file=sys.stderr)
         return 2
-    print(json.dumps({"part": "machine", **machine(device)}), flush=True)
+    print_json({"part": "machine", **machine(device)})
     tmp = Path(tempfile.mkdtemp(prefix="maple_gpu_check_"))
     functions = {"learner": part_learner, "checkpoints": part_checkpoints, "sim": part_sim}
     ok = True
@@ -439,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                 result = {"error": f"{type(exc).__name__}: {exc}", "ok": False}
             result["seconds"] = round(time.monotonic() - begin, 1)
             ok = ok and result["ok"]
-            print(json.dumps({"part": part, **result}), flush=True)
+            print_json({"part": part, **result})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0 if ok else 1

@@ -1,6 +1,6 @@
 """Time of one PPO update by torch threads and OpenMP wait policy, quiet and loaded.
 
-    python scripts/bench_update.py --modes 2,2:passive,2:spin=10000,1 --rounds 3 --load 0,2
+    python scripts/bench/bench_update.py --modes 2,2:passive,2:spin=10000,1 --rounds 3 --load 0,2
 
 Each mode ``THREADS[:active|passive][:spin=N]`` runs in its own Python process with that
 ``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT`` (unset where the mode does not name them: libgomp's
@@ -23,7 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 # busy until its parent is gone (reparented), so a killed benchmark leaves nothing running
 _BUSY = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
 
@@ -63,7 +66,7 @@ def _child(args: argparse.Namespace) -> None:
         begin = time.perf_counter()
         ppo_update(policy, optimizer, batch, cfg)
         times.append(time.perf_counter() - begin)
-    print(json.dumps(times[1:]))
+    print_json(times[1:])
 
 
 def mode_env(mode: str, base: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -113,9 +116,7 @@ def _measure(load: int, args: argparse.Namespace) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--modes", default="2,2:passive,1", help="THREADS[:active|passive][:spin=N],..."
     )
@@ -136,7 +137,7 @@ def main() -> None:
         _child(args)
         return
     for load in (int(x) for x in args.load.split(",")):
-        print(json.dumps(_measure(load, args)), flush=True)
+        print_json(_measure(load, args))
 
 
 if __name__ == "__main__":

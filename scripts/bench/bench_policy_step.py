@@ -7,27 +7,27 @@ thread inside an env worker (:mod:`mapleenv.opponents.policy`). This times that 
 traced, frozen step the opponents use), in ``--rounds`` alternating slices, and reports the
 medians and their ratio. The recurrent state is carried between steps as in a battle.
 
-    python scripts/bench_policy_step.py models/attention_ppo_gen9random.pt --rounds 7
+    python scripts/bench/bench_policy_step.py models/attention_ppo_gen9random.pt --rounds 7
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
 from mapleenv.measure import machine_info
 from mapleenv.policies import batch1_step, policy_from_snapshot, read_snapshot
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("checkpoint", help="a Maple checkpoint (format 2)")
     parser.add_argument("--steps", type=int, default=300, help="steps per slice (default 300)")
     parser.add_argument("--rounds", type=int, default=5, help="alternated slice pairs (default 5)")
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": {"eager": eager, "traced": fast},
         "machine": machine_info(),
     }
-    print(json.dumps(result))
+    print_json(result)
     return 0
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Soak test: train for a given time while sampling the memory of every process; JSON.
 
-    python scripts/soak.py --minutes 30 --warmup 5 -- +experiment=lstm_ppo env.num_envs=8
-    python scripts/soak.py --minutes 30 --warmup 5 -- +experiment=lstm_ppo env.backend=server
+    python scripts/stress/soak.py --minutes 30 --warmup 5 -- +experiment=lstm_ppo env.num_envs=8
+    python scripts/stress/soak.py --minutes 30 --warmup 5 -- +experiment=lstm_ppo env.backend=server
 
 Starts ``python -m trainer <overrides>`` (a real run, in a temporary run dir unless
 ``hydra.run.dir=`` is given) and, from its first logged iteration on, samples the RSS of
@@ -34,7 +34,10 @@ import psutil
 
 from trainer.run.probe import last_iteration, processes_by_role
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import script_parser  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def sample(trainer: psutil.Process) -> dict[int, tuple[str, float]]:
@@ -81,9 +84,7 @@ def summarize(
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--minutes", type=float, default=30.0, help="training time to sample (default %(default)s)"
     )

@@ -2,7 +2,7 @@
 run had a mix; against the league and its hardest member for league runs), episode return
 and, for kickstarted runs, the teacher agreement; steps below, training minutes above.
 
-    python scripts/plot_metrics.py runs/kick1/metrics.csv models/attention_ppo_gen9random.png
+    python scripts/report/plot_metrics.py runs/kick1/metrics.csv models/attention_ppo_gen9random.png
 
 Curves are smoothed with a moving average over ``--window`` iterations (win rates per
 opponent are noisy: a 1024-step rollout ends only a few battles against each).
@@ -11,13 +11,13 @@ Prints the last window's means as JSON.
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+import sys
+
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -29,13 +29,14 @@ from trainer.run.curves import (  # noqa: E402
     training_minutes,
 )
 
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
+
 _LEAGUE = ("selfplay/league_win_rate", "selfplay/hardest_win_rate")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument("metrics", type=Path, help="a run's metrics.csv")
     parser.add_argument("out", type=Path, help="PNG to write")
     parser.add_argument(
@@ -83,7 +84,7 @@ def main() -> None:
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=100)
-    print(json.dumps({"steps": int(steps[-1]), "last_window_means": last}))
+    print_json({"steps": int(steps[-1]), "last_window_means": last})
 
 
 def _minutes_axis(ax: plt.Axes, steps: np.ndarray, minutes: np.ndarray) -> None:

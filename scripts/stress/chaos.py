@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Chaos run: train while killing and stopping Maple's processes at random times; JSON.
 
-    python scripts/chaos.py --minutes 30 --backend direct --sim-hosts 2 -- env.num_envs=8
-    python scripts/chaos.py --minutes 30 --backend server -- env.num_envs=8 env.servers=2
+    python scripts/stress/chaos.py --minutes 30 --backend direct --sim-hosts 2 -- env.num_envs=8
+    python scripts/stress/chaos.py --minutes 30 --backend server -- env.num_envs=8 env.servers=2
 
 Starts ``python -m trainer +experiment=<--experiment> env.backend=<--backend> ...`` (a real
 run, in a temporary run dir unless ``--run-dir`` is given) and injects faults at random
@@ -23,7 +23,6 @@ the exit code is 1 when a check failed. Faults are only injected while the run i
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import signal
@@ -47,7 +46,10 @@ from trainer.run.probe import (
     sim_dirs_of,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 KINDS = ("kill_simulator", "stop_simulator", "kill_worker", "stop_worker")
 
 
@@ -368,9 +370,7 @@ NUMBERS = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line (``--help`` shows the module docstring)."""
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     for flag, kind, default, text in NUMBERS:
         parser.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
     parser.add_argument(
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         chaos.abort()
     result = chaos.report()
-    print(json.dumps(result, indent=2))
+    print_json(result, indent=2)
     return 0 if result["passed"] else 1
 
 

@@ -1,6 +1,6 @@
 """Decide what scripts/setup.sh does about torch: keep, install or replace it.
 
-    python scripts/torch_spec.py [--requested] [--installed VERSION|none] SPEC
+    python scripts/setup/torch_spec.py [--requested] [--installed VERSION|none] SPEC
 
 Prints one line, ``ACTION<TAB>message``, ACTION being
 

@@ -14,7 +14,7 @@ for ``--sim-warmup`` s first, as in ``bench_env.py``), so the encode time is rea
 the simulator's CPU time per turn under the same machine load; the JSON gives both and
 the median of the per-round ratios.
 
-    python scripts/bench_encoder.py --battles 100 --players random --encoder rich2
+    python scripts/bench/bench_encoder.py --battles 100 --players random --encoder rich2
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ import mapleenv.encoders.rich  # noqa: F401  (registers rich and rich2)
 from mapleenv.encoders import ENCODERS, BattleEncoder, make_encoder
 from mapleenv.measure import Ceiling
 from mapleenv.showdown import ShowdownServer, external_server, find_showdown
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import script_parser  # noqa: E402
 
 PLAYERS: dict[str, type[Player]] = {
     "random": RandomPlayer,
@@ -111,9 +114,7 @@ async def play(players: list[Player], battles: int) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--battles", type=int, default=100, help="battles to play (default %(default)s)"
     )
