@@ -2,7 +2,7 @@
 
 Eager PyTorch spends most of a batch-1 step of a small policy in Python dispatch (the
 attention policy is ~70 small ops). A TorchScript trace of the step form, frozen, runs the
-same ops for about half the CPU (docs/benchmarks.md, "Policy opponents"). The trace is
+same ops for about half the CPU (docs/results/benchmarks.md, "Policy opponents"). The trace is
 used only where it reproduces the eager outputs on probe inputs (a policy whose step has
 data-dependent control flow would not); otherwise the eager network runs.
 """

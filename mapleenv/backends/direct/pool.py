@@ -3,7 +3,7 @@
 One host per env worker works, but every host is a separate V8 with its own JIT, heap
 and caches, cold each time the OS switches to it. K hosts (one per core) serving all
 workers' battles over Unix sockets cost less Node CPU per step and a third of the memory
-(docs/benchmarks.md). :class:`SimHostPool` runs them in the parent; workers find theirs
+(docs/results/benchmarks.md). :class:`SimHostPool` runs them in the parent; workers find theirs
 with :func:`claim_host` (round robin through a locked counter file), which
 :class:`~mapleenv.backends.direct.backend.DirectBackend` does when given ``host_pool=pool.spec``.
 ``mapleenv.make_vector_env(backend="direct")`` wires it up.
