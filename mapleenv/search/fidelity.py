@@ -1,7 +1,7 @@
 """How faithfully a world rebuilds a real battle: the world built from one seat's view and
 the true opponent team, compared field by field with the simulator's own battle.
 
-Used by ``tests/mapleenv/search/test_fidelity.py`` and ``scripts/search_fidelity.py``; the
+Used by ``tests/mapleenv/search/test_fidelity.py`` and ``scripts/search/search_fidelity.py``; the
 fields are those of ``mapleenv/js/search/fields.js``.
 """
 

@@ -3,7 +3,7 @@ direct battles; at each of its decisions the network's value and the search's ha
 evaluation (``mapleenv/js/search/game.js``) of the true position are recorded, and each is
 rank-correlated (Spearman) with the battle's result (+1 won, -1 lost).
 
-    python scripts/search_eval_rank.py --battles 60 --opponent heuristic
+    python scripts/search/search_eval_rank.py --battles 60 --opponent heuristic
 
 Prints one JSON line: decisions, battles, the two correlations overall and by phase of the
 battle (turns 1-10, 11-20, 21+). Search trusts an evaluation only as far as it ranks well.
@@ -12,7 +12,7 @@ battle (turns 1-10, 11-20, 21+). Search trusts an evaluation only as far as it r
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,10 @@ from mapleenv.env import PokemonEnv
 from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder
 from mapleenv.search.fidelity import dump_state
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def spearman(x: list[float], y: list[float]) -> float:
@@ -92,7 +95,7 @@ def horizons(args: argparse.Namespace) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--checkpoint", default=str(ROOT / "models/attention_ppo_gen9random.pt"), help="the agent"
     )
@@ -124,7 +127,7 @@ def main() -> None:
         for i, h in enumerate(horizons(args)):
             rolled = [r[4 + i] for r in part]
             report[name][f"rollout {h}"] = round(spearman(rolled, outcome), 3)
-    print(json.dumps(report))
+    print_json(report)
 
 
 if __name__ == "__main__":

@@ -2,22 +2,25 @@
 legal play) searched by one search host at each time budget; per budget the median
 simulated turns per decision, the time building worlds, and the time per simulated turn.
 
-    python scripts/bench_search.py --decisions 40 --budgets 100,300,1000
+    python scripts/search/bench_search.py --decisions 40 --budgets 100,300,1000
 
 Prints one JSON line per budget. Measure on a quiet box; the host is warmed up first.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import statistics
+import sys
+from pathlib import Path
 
 from mapleenv.actions import legal_actions
 from mapleenv.env import PokemonEnv
 from mapleenv.measure import machine_info
 from mapleenv.search import SearchHost, decision_view
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
 
 
 def decisions(count: int, seed: int) -> list[dict]:
@@ -44,7 +47,7 @@ def decisions(count: int, seed: int) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--decisions", type=int, default=40, help="decisions searched per budget")
     parser.add_argument("--budgets", default="100,300,1000", help="ms per decision")
     parser.add_argument("--worlds", type=int, default=3, help="worlds per decision")
@@ -78,22 +81,20 @@ def main() -> None:
                     )
                 )
             sim_ms = [(r["ms"] - r["build_ms"]) / r["sims"] for r in rows if r["sims"]]
-            print(
-                json.dumps(
-                    {
-                        "budget_ms": budget,
-                        "decisions": len(rows),
-                        "worlds": args.worlds,
-                        "rollout_turns": args.rollout_turns,
-                        "replies": args.replies,
-                        "median_ms": round(statistics.median(r["ms"] for r in rows), 1),
-                        "median_sims": statistics.median(r["sims"] for r in rows),
-                        "median_worlds_done": statistics.median(r["worlds"] for r in rows),
-                        "median_build_ms": round(statistics.median(r["build_ms"] for r in rows), 1),
-                        "median_ms_per_sim": round(statistics.median(sim_ms), 2),
-                        "machine": machine_info(),
-                    }
-                )
+            print_json(
+                {
+                    "budget_ms": budget,
+                    "decisions": len(rows),
+                    "worlds": args.worlds,
+                    "rollout_turns": args.rollout_turns,
+                    "replies": args.replies,
+                    "median_ms": round(statistics.median(r["ms"] for r in rows), 1),
+                    "median_sims": statistics.median(r["sims"] for r in rows),
+                    "median_worlds_done": statistics.median(r["worlds"] for r in rows),
+                    "median_build_ms": round(statistics.median(r["build_ms"] for r in rows), 1),
+                    "median_ms_per_sim": round(statistics.median(sim_ms), 2),
+                    "machine": machine_info(),
+                }
             )
 
 
