@@ -14,6 +14,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
+from stable_baselines3.common.logger import configure
 
 import mapleenv
 from mapleenv.vector import action_masks
@@ -63,17 +64,24 @@ class _Infos(BaseCallback):
         return True
 
 
+def quiet_logger(folder):
+    """An SB3 logger that writes nothing, in the test's folder: SB3's default one makes a
+    /tmp/SB3-<date> folder per run and leaves it behind."""
+    return configure(str(folder), [])
+
+
 def _params(model) -> list[torch.Tensor]:
     return [p.detach().clone() for p in model.policy.parameters()]
 
 
 @pytest.mark.integration
-def test_maskable_ppo_learns_on_real_battles_with_the_env_masks():
+def test_maskable_ppo_learns_on_real_battles_with_the_env_masks(tmp_path):
     # on_illegal="raise": one masked-out action would end the run with ValueError
     env = gymnasium.make(mapleenv.ENV_ID, backend="direct", on_illegal="raise", seed=0)
     model = MaskablePPO(
         "MultiInputPolicy", env, n_steps=128, batch_size=64, n_epochs=2, seed=0, device="cpu"
     )
+    model.set_logger(quiet_logger(tmp_path))
     before = _params(model)
     try:
         model.learn(total_timesteps=256)
@@ -86,10 +94,11 @@ def test_maskable_ppo_learns_on_real_battles_with_the_env_masks():
 
 
 @pytest.mark.integration
-def test_plain_ppo_runs_and_its_illegal_actions_play_the_default():
+def test_plain_ppo_runs_and_its_illegal_actions_play_the_default(tmp_path):
     env = gymnasium.make(mapleenv.ENV_ID, backend="direct", seed=1)
     infos = _Infos()
     model = PPO("MultiInputPolicy", env, n_steps=64, batch_size=64, n_epochs=1, device="cpu")
+    model.set_logger(quiet_logger(tmp_path))
     try:
         model.learn(total_timesteps=64, callback=infos)
     finally:
