@@ -9,10 +9,12 @@
  *   `7 >start {"formatid":"gen9randombattle","seed":[1,2,3,4]}`
  *   `7 >player p1 {"name":"Maple"}`   `7 >p1 move 1`   `7 >p2 switch 3`
  * and `<battle id> destroy` to drop a battle. Lines are handled in order, synchronously.
- * `<battle id> dumpstate p1|p2` answers `<battle id>\nstate\n{"state", "truth", "eval"}\n\n`:
- * the battle's tracked fields from that seat, the other seat's true sets and the search's
- * hand evaluation of the position for that seat (search fidelity and evaluation checks,
- * mapleenv/js/search/fields.js, game.js).
+ * `<battle id> dumpstate p1|p2 [3,8]` answers
+ * `<battle id>\nstate\n{"state", "truth", "eval", "rollouts"}\n\n`: the battle's tracked
+ * fields from that seat, the other seat's true sets, the search's hand evaluation of the
+ * position for that seat and, per horizon given, that evaluation after greedy playouts of
+ * so many turns (search fidelity and evaluation checks, mapleenv/js/search/fields.js,
+ * game.js, rollout.js).
  *
  * Output: frames separated by a blank line (simulator messages never contain "\n\n"):
  *   `<battle id>\n<simulator message>\n\n` for every message the simulator emits
