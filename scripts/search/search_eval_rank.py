@@ -5,7 +5,10 @@ rank-correlated (Spearman) with the battle's result (+1 won, -1 lost).
 
     python scripts/search/search_eval_rank.py --battles 60 --opponent heuristic
 
-Prints one JSON line: decisions, battles, the two correlations overall and by phase of the
+With ``--horizons 3,8`` the hand evaluation after greedy playouts of so many turns is
+ranked too (``mapleenv/js/search/rollout.js``, four playouts each).
+
+Prints one JSON line: decisions, battles, the correlations overall and by phase of the
 battle (turns 1-10, 11-20, 21+). Search trusts an evaluation only as far as it ranks well.
 """
 

@@ -3,12 +3,14 @@
  * Rollouts: play a cloned battle a few turns further with a fast greedy policy on both
  * sides, so a leaf is scored after the searched turn's consequences play out (a switch-in
  * attacks, a boost is used, a slower Pokémon moves), not right after it. The greedy policy
- * picks the move with the highest expected damage by the simulator's own damage formula
- * (abilities, items, weather, boosts, Tera included), a status move only when nothing
+ * picks the move that does the most damage by one roll of the simulator's own damage formula
+ * (abilities, items, weather, boosts, Tera included; the roll and any crit draw from the
+ * clone's seeded PRNG), weighted by accuracy and mean hits, a status move only when nothing
  * damages, and on a forced switch the Pokémon whose best move hurts the foe most.
  */
 
-/** The expected damage of `mon`'s move `id` on `target`: 0 when it cannot hurt it. */
+/** The damage of `mon`'s move `id` on `target` (one roll, times accuracy and mean hits,
+ * capped at its HP): 0 when it cannot hurt it. */
 function expectedDamage(battle, mon, target, id) {
   const move = battle.dex.getActiveMove(id);
   if (move.category === 'Status' || !target || target.fainted) return 0;
@@ -25,15 +27,20 @@ function expectedDamage(battle, mon, target, id) {
   return Math.min(target.hp, damage * hits) * accuracy;
 }
 
-/** The best expected damage `mon` does to `target` with its usable moves. */
+/** `expectedDamage` as a share of `target`'s max HP. */
+function damageShare(battle, mon, target, id) {
+  return expectedDamage(battle, mon, target, id) / Math.max(1, target ? target.maxhp : 1);
+}
+
+/** The most damage `mon` does to `target` with its usable moves, as a share of its max HP. */
 function bestDamage(battle, mon, target) {
   let best = 0;
   for (const slot of mon.moveSlots) {
     if (slot.pp > 0 && !slot.disabled) {
-      best = Math.max(best, expectedDamage(battle, mon, target, slot.id));
+      best = Math.max(best, damageShare(battle, mon, target, slot.id));
     }
   }
-  return best / Math.max(1, target ? target.maxhp : 1);
+  return best;
 }
 
 /** The greedy choice of a side for its current request, or null when it has none. */
@@ -78,8 +85,7 @@ function likelyReplies(battle, side, choices, limit) {
       return [choice, bestDamage(battle, incoming, foe) - bestDamage(battle, foe, incoming)];
     }
     const slot = mon && mon.moveSlots[Number(index) - 1];
-    const damage = slot ? expectedDamage(battle, mon, foe, slot.id) : 0;
-    const score = damage / Math.max(1, foe ? foe.maxhp : 1);
+    const score = slot ? damageShare(battle, mon, foe, slot.id) : 0;
     return [choice, choice.endsWith('terastallize') ? score - 1e-3 : score];
   });
   scored.sort((x, y) => y[1] - x[1]);
