@@ -28,13 +28,14 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 from mapleenv.actions import action_space_size, describe_legal, legal_actions, mask_from_legal
 from mapleenv.backends import BattleAborted, BattleBackend, backend_factory
 from mapleenv.backends.websocket import ShowdownBackend
-from mapleenv.encoders import make_encoder, observation_box
+from mapleenv.encoders import check_game_type, make_encoder, observation_box
 from mapleenv.opponent_action import CLASSES as OPPONENT_ACTION_CLASSES
 from mapleenv.opponent_action import OpponentActionReader
 from mapleenv.opponents import make_opponent
 from mapleenv.plugins import import_plugins
 from mapleenv.replays import decision, protocol_log, save_replay
 from mapleenv.reward import make_reward
+from mapleenv.showdown.formats import is_doubles_format
 from mapleenv.showdown.package import ShowdownError, wait_for_server
 from mapleenv.showdown.server import ShowdownServer
 from mapleenv.showdown.teams import TeamPool, team_pool
@@ -111,6 +112,7 @@ class PokemonEnv(gymnasium.Env):
         """The encoder, reward, opponent, teacher and team pools of this env."""
         fmt, seed = spec.battle_format, spec.seed
         self.encoder = make_encoder(spec.encoder)
+        check_game_type(self.encoder, str(spec.encoder), fmt, is_doubles_format(fmt))
         self.reward_tracker = make_reward(spec.reward_fn, spec.reward)
         opponent = spec.opponent
         self.opponent = (
@@ -132,7 +134,8 @@ class PokemonEnv(gymnasium.Env):
         self.opponent_team = team_pool(opponent_team, fmt, seed=seed, stream=1, validate=False)
 
     def _build_spaces(self) -> None:
-        self.action_space = spaces.Discrete(action_space_size(self.gen))
+        doubles = is_doubles_format(self.env_spec.battle_format)
+        self.action_space = spaces.Discrete(action_space_size(self.gen, doubles=doubles))
         n_actions = int(self.action_space.n)
         obs_spaces: dict[str, spaces.Space] = {
             "observation": observation_box(self.encoder),

@@ -154,8 +154,8 @@ class EnvSpec:
         checks = [
             (isinstance(fmt, str) and fmt != "", f"battle_format must be a name, got {fmt!r}"),
             (
-                not any(word in str(fmt).lower() for word in ("double", "vgc", "multi")),
-                f"{fmt!r}: only singles formats are supported",
+                not any(word in str(fmt).lower() for word in ("multi", "triples", "freeforall")),
+                f"{fmt!r}: Maple plays singles and doubles formats",
             ),
             (
                 self.max_turns is None or self.max_turns >= 1,

@@ -18,6 +18,7 @@ import numpy as np
 from gymnasium import spaces
 from poke_env.battle.abstract_battle import AbstractBattle
 
+from mapleenv.encoders.doubles import DoublesEncoder
 from mapleenv.encoders.simple import SimpleEncoder
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,25 @@ class BattleEncoder(Protocol):
     def encode(self, battle: AbstractBattle) -> np.ndarray: ...
 
 
+def game_types(encoder: BattleEncoder) -> tuple[str, ...]:
+    """The battles an encoder reads (its ``game_types``; ``("singles",)`` when it does not
+    say: every encoder before doubles read singles only)."""
+    return tuple(getattr(encoder, "game_types", ("singles",)))
+
+
+def check_game_type(encoder: BattleEncoder, name: str, battle_format: str, doubles: bool) -> None:
+    """``ValueError`` (one line) when ``encoder`` (called ``name``) cannot read the battles
+    of ``battle_format``."""
+    game = "doubles" if doubles else "singles"
+    if game in game_types(encoder):
+        return
+    hint = "encoder=doubles" if doubles else "a singles encoder (simple, rich, rich2)"
+    raise ValueError(
+        f"encoder {name!r} reads {'/'.join(game_types(encoder))} battles and "
+        f"{battle_format!r} is a {game} format: use {hint}"
+    )
+
+
 def observation_box(encoder: BattleEncoder) -> spaces.Box:
     """The Gymnasium ``Box`` of an encoder's vectors."""
     return spaces.Box(
@@ -48,7 +68,7 @@ def observation_box(encoder: BattleEncoder) -> spaces.Box:
 
 
 EncoderFactory = Callable[[], BattleEncoder]
-ENCODERS: dict[str, EncoderFactory] = {"simple": SimpleEncoder}
+ENCODERS: dict[str, EncoderFactory] = {"simple": SimpleEncoder, "doubles": DoublesEncoder}
 _plugins_loaded = False
 
 

@@ -13,15 +13,28 @@ from mapleenv.showdown.package import ShowdownError, find_node, find_showdown
 _LIST_FORMATS = """
 const {Dex} = require(process.argv[1]);
 const out = {};
-for (const f of Dex.formats.all()) if (f.effectType === 'Format') out[f.id] = !f.team;
+for (const f of Dex.formats.all()) {
+    if (f.effectType === 'Format') out[f.id] = [!f.team, f.gameType || 'singles'];
+}
 process.stdout.write(JSON.stringify(out));
 """
 
 
+GAME_TYPES = ("singles", "doubles")
+
+
+def is_doubles_format(battle_format: str) -> bool:
+    """Whether a format plays double battles, by poke-env's reading of its name (its players
+    and ``Player`` make a ``DoubleBattle`` for the same names); :func:`check_format` checks
+    it against the simulator's own game type."""
+    name = battle_format.lower()
+    return "vgc" in name or "double" in name or "metronome" in name
+
+
 @functools.cache
-def known_formats() -> dict[str, bool]:
+def known_formats() -> dict[str, tuple[bool, str]]:
     """Every format id of the pinned ``pokemon-showdown`` package -> whether it needs teams
-    (no random-team generator)."""
+    (no random-team generator) and its game type (``singles``, ``doubles``, ...)."""
     sim = find_showdown() / "dist" / "sim"
     try:
         proc = subprocess.run(
@@ -31,7 +44,9 @@ def known_formats() -> dict[str, bool]:
             timeout=120,
             check=True,
         )
-        return json.loads(proc.stdout)
+        return {
+            key: (bool(team), str(game)) for key, (team, game) in json.loads(proc.stdout).items()
+        }
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         raise ShowdownError(f"could not list the simulator's formats: {exc}") from exc
 
@@ -46,7 +61,13 @@ def check_format(battle_format: str, has_team: bool = False, team_key: str = "te
         close = difflib.get_close_matches(key, formats, n=3, cutoff=0.6)
         hint = f"; closest: {', '.join(close)}" if close else ""
         raise ValueError(f"unknown battle format {battle_format!r}{hint}")
-    if formats[key] and not has_team:
+    needs_team, game_type = formats[key]
+    if game_type not in GAME_TYPES or (game_type == "doubles") != is_doubles_format(key):
+        raise ValueError(
+            f"battle format {battle_format!r} is a {game_type} format: Maple plays singles and "
+            "doubles formats (doubles: formats named vgc or doubles, as poke-env reads them)"
+        )
+    if needs_team and not has_team:
         raise ValueError(
             f"battle format {battle_format!r} needs a team for each player (no random teams): "
             f"set {team_key}=<team file or folder> (Showdown export or packed teams, "

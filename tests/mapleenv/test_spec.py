@@ -30,7 +30,7 @@ TEAMS = Path(__file__).resolve().parents[2] / "teams" / "gen9ou"
     [
         ({"max_turns": 0}, "max_turns must be >= 1 or None, got 0"),
         ({"on_illegal": "ignore"}, "on_illegal must be one of"),
-        ({"battle_format": "gen9randomdoublesbattle"}, "only singles formats"),
+        ({"battle_format": "gen9multirandombattle"}, "Maple plays singles and doubles formats"),
         ({"timeout": 0}, "timeout must be > 0"),
         ({"servers": 0}, "servers must be >= 1"),
         ({"sim_hosts": -1}, "sim_hosts must be >= 0"),

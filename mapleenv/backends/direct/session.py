@@ -18,14 +18,16 @@ from typing import Any
 
 from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.battle.battle import Battle
+from poke_env.battle.double_battle import DoubleBattle
 from poke_env.data import GenData
 from poke_env.player.baselines import RandomPlayer
 from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 
-from mapleenv.actions import switch_slot, teampreview_in_order
+from mapleenv.actions import by_slot, teampreview_in_order
 from mapleenv.backends.direct.host import SimHost, SimHostError
 from mapleenv.backends.direct.protocol import absorb
+from mapleenv.showdown.formats import is_doubles_format
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +48,8 @@ def order_to_choice(order: BattleOrder | str, battle: AbstractBattle | None = No
     (``switch 3``) instead of its name: the simulator matches a name against species too,
     so ``switch Pikachu`` meant a Ditto transformed into Pikachu when that Ditto was active
     ("You can't switch to an active Pokémon", poke-env#880)."""
-    slot = switch_slot(order, battle) if battle is not None else None
-    if slot is not None:
-        return f"switch {slot}"
+    if battle is not None and not isinstance(order, str):
+        order = by_slot(order, battle)
     message = order if isinstance(order, str) else order.message
     if message.startswith("/choose "):
         return message[8:]
@@ -90,12 +91,15 @@ class DirectBattle:
         if opponent_username == agent_username:
             opponent_username += " 2"
         self.usernames = {"p1": agent_username, "p2": opponent_username}
-        self.battles: dict[str, Battle] = {
-            side: Battle(self.battle_tag, self.usernames[side], logger, gen=gen) for side in SIDES
+        kind = DoubleBattle if is_doubles_format(battle_format) else Battle
+        self.battles: dict[str, AbstractBattle] = {
+            side: kind(self.battle_tag, self.usernames[side], logger, gen=gen) for side in SIDES
         }
         self._teams = {"p1": agent_team, "p2": opponent_team}
         self._needs_choice = {"p1": False, "p2": False}
-        self._requests_only = ("p2",) if type(opponent) in REQUESTS_ONLY_PLAYERS else ()
+        # a DoubleBattle's actives come from the log's switches, not from its requests
+        light = type(opponent) in REQUESTS_ONLY_PLAYERS and kind is Battle
+        self._requests_only = ("p2",) if light else ()
         self.invalid_choices = {"p1": 0, "p2": 0}
         self.record = record
         self.input_log: list[str] = []
@@ -104,11 +108,11 @@ class DirectBattle:
         self._destroyed = False  # the host dropped the battle (ended or not)
 
     @property
-    def agent_battle(self) -> Battle:
+    def agent_battle(self) -> AbstractBattle:
         return self.battles["p1"]
 
     @property
-    def opponent_battle(self) -> Battle:
+    def opponent_battle(self) -> AbstractBattle:
         """The opponent's (p2) battle; for a requests-only opponent (``REQUESTS_ONLY_PLAYERS``)
         it holds what the requests and the battle's end set, not the log's state."""
         return self.battles["p2"]

@@ -21,10 +21,9 @@ masking out moves a transformed Pokémon copied. Move slots follow ``SinglesEnv`
 first four known moves of the active Pokémon, or, when the request offers a move that
 is not among them (Struggle, Recharge, Transform), the request's own move list.
 
-When no decision is pending (a "wait" request or a finished battle) the mask holds
-action 0 only -- poke-env's convention -- so it is never all-zero. Team preview (formats
-with fixed teams) is not an action either: a Maple policy keeps its team's order
-(:func:`teampreview_in_order`), so the first Pokémon of a team file leads.
+Team preview (formats with fixed teams) is not an action: a Maple policy keeps its team's
+order (:func:`mapleenv.actions.orders.teampreview_in_order`), so the first Pokémon of a
+team file leads.
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ from __future__ import annotations
 import functools
 import logging
 
-import numpy as np
-from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.battle.battle import Battle
 from poke_env.battle.move import Move
 from poke_env.battle.pokemon import Pokemon
@@ -120,78 +117,3 @@ def legal_actions(battle: Battle) -> dict[int, BattleOrder]:
             continue
         actions.setdefault(action, order)
     return actions
-
-
-def mask_from_legal(legal: dict[int, BattleOrder], size: int) -> np.ndarray:
-    """int8 mask of ``size`` from :func:`legal_actions` (action 0 if nothing is legal)."""
-    mask = np.zeros(size, dtype=np.int8)
-    if legal:
-        mask[list(legal)] = 1
-    else:
-        mask[0] = 1
-    return mask
-
-
-def action_mask(battle: Battle) -> np.ndarray:
-    """Exact int8 mask of legal actions (action 0 only when no decision is pending)."""
-    return mask_from_legal(legal_actions(battle), action_space_size(battle.gen))
-
-
-def action_to_order(action: int, battle: Battle) -> BattleOrder:
-    """The order for ``action``; ``ValueError`` if the action is not legal now.
-
-    With no decision pending, action 0 gives ``DefaultBattleOrder`` (the mask's only
-    entry then).
-    """
-    action = int(action)
-    legal = legal_actions(battle)
-    if not legal and action == 0:
-        return DefaultBattleOrder()
-    if action not in legal:
-        raise ValueError(
-            f"illegal action {action} in {battle.battle_tag} (turn {battle.turn}); "
-            f"legal actions: {describe_legal(legal)}"
-        )
-    return legal[action]
-
-
-def order_to_action(order: BattleOrder, battle: Battle) -> int:
-    """The action of a legal order (compared by its message); ``ValueError`` otherwise."""
-    for action, legal_order in legal_actions(battle).items():
-        if legal_order.message == order.message:
-            return action
-    raise ValueError(f"order {order.message!r} is not legal in {battle.battle_tag}")
-
-
-def describe_legal(legal: dict[int, BattleOrder]) -> str:
-    """``"6 (/choose move tackle), ..."`` for error messages."""
-    return ", ".join(f"{a} ({o.message})" for a, o in sorted(legal.items())) or "none"
-
-
-def switch_slot(order: BattleOrder | str, battle: AbstractBattle) -> int | None:
-    """The 1-based position of a switch order's Pokémon in ``battle``'s last request (None
-    for other orders). Switches are sent by slot: the simulator matches ``switch <name>``
-    against species too, so a name could mean a transformed active Pokémon (poke-env#880)."""
-    mon = getattr(order, "order", None)
-    if not isinstance(mon, Pokemon):
-        return None
-    side = (battle.last_request or {}).get("side") or {}
-    for slot, entry in enumerate(side.get("pokemon") or (), start=1):
-        if entry.get("ident", "").partition(": ")[2] == mon.name:
-            return slot
-    return None
-
-
-def by_slot(order: BattleOrder, battle: AbstractBattle) -> BattleOrder:
-    """``order`` to send to a server: a switch as ``/choose switch <slot>``
-    (:func:`switch_slot`), anything else unchanged."""
-    slot = switch_slot(order, battle)
-    return order if slot is None else SingleBattleOrder(f"/choose switch {slot}")
-
-
-def teampreview_in_order(battle: AbstractBattle) -> str:
-    """The team-preview choice of a Maple policy (the agent, frozen policy opponents): the
-    team in its given order, so the team file sets the lead; not a policy decision."""
-    for mon in battle.team.values():
-        mon._selected_in_teampreview = True  # as poke-env asks of a teampreview choice
-    return "/team " + "".join(str(i) for i in range(1, len(battle.team) + 1))
