@@ -47,7 +47,7 @@ from _cli import print_json, script_parser  # noqa: E402
 # (label, filename fragment, function name) of the costs reported by --cprofile.
 HOT_SPOTS = [
     ("encoder.encode", "mapleenv/encoders/__init__.py", "encode"),
-    ("actions.legal_actions", "mapleenv/actions.py", "legal_actions"),
+    ("actions.legal_actions", "mapleenv/actions/__init__.py", "legal_actions"),
     ("reward.compute", "mapleenv/reward.py", "compute"),
     ("env._observe", "mapleenv/env.py", "_observe"),
     ("env.step", "mapleenv/env.py", "step"),
