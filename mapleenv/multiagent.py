@@ -1,11 +1,13 @@
-"""``ShowdownParallelEnv``: one singles battle with both seats as PettingZoo agents.
+"""``ShowdownParallelEnv``: one singles or doubles battle with both seats as PettingZoo agents.
 
 ``mapleenv.parallel_env(...)`` builds it. Agents ``"p1"`` and ``"p2"`` each see the battle
 from their side with :class:`~mapleenv.env.PokemonEnv`'s encoder, action space, exact mask
 and reward; the battle runs on the direct backend (a Node simulator host, no server).
 Every step returns an observation for both agents; an agent with no decision to make (the
 other side's forced switch) gets the mask with action 0 only, ``info["needs_action"] =
-False``, and its action is ignored. docs/multiagent.md has the whole convention.
+False``, and its action is ignored. A doubles format plays ``DoubleBattle``s with the joint
+action space of :mod:`mapleenv.actions.doubles` and needs a doubles encoder. docs/multiagent.md
+has the whole convention.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
-from poke_env.battle.battle import Battle
+from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.data import GenData
 from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
 from poke_env.teambuilder.constant_teambuilder import ConstantTeambuilder
@@ -29,9 +31,9 @@ from poke_env.teambuilder.teambuilder import Teambuilder
 from mapleenv.actions import action_space_size, describe_legal, legal_actions, mask_from_legal
 from mapleenv.backends.direct.host import SimHost, SimHostError
 from mapleenv.backends.direct.session import SIDES, DirectBattle
-from mapleenv.encoders import BattleEncoder, make_encoder, observation_box
+from mapleenv.encoders import BattleEncoder, check_game_type, make_encoder, observation_box
 from mapleenv.reward import RewardConfig, RewardTracker
-from mapleenv.showdown.formats import check_format
+from mapleenv.showdown.formats import check_format, is_doubles_format
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +43,13 @@ _SEED_MAX = 1 << 16  # the simulator's PRNG seed is four 16-bit words
 
 
 class ShowdownParallelEnv(ParallelEnv):
-    """Both seats of one singles battle per episode, as a PettingZoo ``ParallelEnv``.
+    """Both seats of one battle per episode, as a PettingZoo ``ParallelEnv``.
 
     Args:
-        battle_format: a singles Showdown format (``gen9randombattle``...).
-        encoder: encoder name or instance (:mod:`mapleenv.encoders`), both agents.
+        battle_format: a singles or doubles Showdown format (``gen9randombattle``,
+            ``gen9randomdoublesbattle``, ``gen9vgc2025regi``...).
+        encoder: encoder name or instance (:mod:`mapleenv.encoders`), both agents; it must
+            read the format's battles (doubles formats: ``"doubles"``).
         reward: :class:`RewardConfig` (or a mapping of its fields) for both agents.
         max_turns: truncate the episode once the battle reaches this turn.
         seed: seed of the first ``reset``; ``reset(seed=s)`` draws the battle's simulator
@@ -79,9 +83,6 @@ class ShowdownParallelEnv(ParallelEnv):
         showdown_dir: str | Path | None = None,
         timeout: float = 120.0,
     ):
-        fmt = battle_format.lower()
-        if "double" in fmt or "vgc" in fmt or "multi" in fmt:
-            raise ValueError(f"{battle_format!r}: only singles formats are supported")
         try:
             gen = GenData.from_format(battle_format).gen
         except Exception as exc:
@@ -101,12 +102,15 @@ class ShowdownParallelEnv(ParallelEnv):
         self.showdown_dir = showdown_dir
         self.timeout = timeout
         self.encoder = make_encoder(encoder)
+        doubles = is_doubles_format(battle_format)
+        name = encoder if isinstance(encoder, str) else type(encoder).__name__
+        check_game_type(self.encoder, name, battle_format, doubles)
         self.reward_config = RewardConfig.from_value(reward)
         self._trackers = {side: RewardTracker(self.reward_config) for side in SIDES}
         self._team = _packed_team(team)
         self.possible_agents = list(SIDES)
         self.agents: list[str] = []
-        n_actions = action_space_size(gen)
+        n_actions = action_space_size(gen, doubles=doubles)
         self.observation_spaces = {
             side: spaces.Dict(
                 {
@@ -132,7 +136,7 @@ class ShowdownParallelEnv(ParallelEnv):
         return self.action_spaces[agent]
 
     @property
-    def battles(self) -> dict[str, Battle]:
+    def battles(self) -> dict[str, AbstractBattle]:
         """Each agent's view of the current (or last) battle."""
         return dict(self._session.battles) if self._session is not None else {}
 
@@ -265,7 +269,7 @@ class ShowdownParallelEnv(ParallelEnv):
             }
         return {side: dict(obs) for side, obs in self._last_obs.items()}
 
-    def _legal_actions(self, battle: Battle) -> dict[int, BattleOrder]:
+    def _legal_actions(self, battle: AbstractBattle) -> dict[int, BattleOrder]:
         """``battle``'s legal actions; with ``mask_futile``, less the moves that surely fail
         (:func:`mapleenv.encoders.rich.certain.without_futile`, as the single-agent env)."""
         legal = legal_actions(battle)
