@@ -31,6 +31,16 @@ seeded seed + i. ``--shape maple,card`` keeps both up and alternates them in eve
 (with the ceiling); the card's line adds ``card_vs_maple``, the median of the per-round
 ratios of card steps/s to ``make_vector_env`` steps/s. Every line names its ``shape``.
 An env's CPU leaves out the processes of the other shape and of the ceiling (idle then).
+
+``--battle-format`` takes several formats, comma-separated: each gets its envs (a doubles
+format with ``encoder="doubles"``) and its own ceiling, all alternating in every round, one
+line per format. With a singles and a doubles format it adds a ``doubles_vs_singles`` line:
+the median of the per-round ratios of doubles to singles env steps/s (the issue's target
+is >= 0.6), the CPU per step ratio, and the simulator's own doubles/singles turns/s and CPU
+per turn (each format's ceiling):
+
+    python scripts/bench/bench_env.py --backend direct --num-envs 8 \
+        --battle-format gen9randombattle,gen9randomdoublesbattle
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ from mapleenv.measure import (
     machine_info,
     process_cpu,
 )
+from mapleenv.showdown.formats import is_doubles_format
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
@@ -81,10 +92,12 @@ def card_env(**settings: Any) -> Any:
     return gym.make(mapleenv.ENV_ID, **settings)
 
 
-def make_envs(shape: str, num_envs: int, args: argparse.Namespace, backend: str) -> Any:
+def make_envs(shape: str, num_envs: int, args: argparse.Namespace, backend: str, fmt: str) -> Any:
     """``make_vector_env(N)`` (``maple``) or the design card's ``AsyncVectorEnv`` over
-    ``gym.make`` (``card``), random opponent, env i seeded ``seed + i``."""
-    common = dict(battle_format=args.battle_format, opponent=args.opponent)
+    ``gym.make`` (``card``) of format ``fmt``, random opponent, env i seeded ``seed + i``."""
+    common: dict[str, Any] = dict(battle_format=fmt, opponent=args.opponent)
+    if is_doubles_format(fmt):
+        common["encoder"] = "doubles"
     if shape == "card":
         import gymnasium as gym
 
@@ -108,13 +121,15 @@ def make_envs(shape: str, num_envs: int, args: argparse.Namespace, backend: str)
 class _VectorRun:
     """A vector env stepped with random masked actions, measured in time slices."""
 
-    def __init__(self, shape: str, num_envs: int, args: argparse.Namespace, backend: str):
+    def __init__(self, shape: str, num_envs: int, args: argparse.Namespace, backend: str, fmt: str):
         self.shape = shape
+        self.fmt = fmt
+        self.key = (shape, fmt)
         self.num_envs = num_envs
         self.rng = np.random.default_rng(args.seed)
         t_start = time.perf_counter()
         before = descendant_pids()
-        self.envs = make_envs(shape, num_envs, args, backend)
+        self.envs = make_envs(shape, num_envs, args, backend, fmt)
         try:
             self.obs, _ = self.envs.reset()
         except BaseException:
@@ -151,45 +166,100 @@ class _VectorRun:
 
 
 def measure(
-    num_envs: int, args: argparse.Namespace, backend: str, ceiling: Ceiling | None
+    num_envs: int, args: argparse.Namespace, backend: str, ceilings: dict[str, Ceiling]
 ) -> list[dict[str, Any]]:
-    """Each shape's env steps/s and the simulator's turns/s in alternating slices (the
-    shapes' order flips every round); one record per shape, with medians and ratios."""
+    """Each (format, shape)'s env steps/s and each format's simulator turns/s in
+    alternating slices (the runs' order flips every round); one record per run, with
+    medians and ratios."""
     runs: list[_VectorRun] = []
-    env_rates: dict[str, list[float]] = {shape: [] for shape in args.shapes}
-    env_cpu: dict[str, list[dict[str, float]]] = {shape: [] for shape in args.shapes}
-    sim_rates: list[float] = []
-    sim_cpu: list[float] = []
+    env_rates: dict[tuple[str, str], list[float]] = {}
+    env_cpu: dict[tuple[str, str], list[dict[str, float]]] = {}
+    sim_rates: dict[str, list[float]] = {fmt: [] for fmt in ceilings}
+    sim_cpu: dict[str, list[float]] = {fmt: [] for fmt in ceilings}
     try:
-        for shape in args.shapes:
-            runs.append(_VectorRun(shape, num_envs, args, backend))
-            runs[-1].run(args.warmup)
-        idle = {proc.pid for proc in ceiling.procs} if ceiling is not None else set()
+        for fmt in args.formats:
+            for shape in args.shapes:
+                runs.append(_VectorRun(shape, num_envs, args, backend, fmt))
+                runs[-1].run(args.warmup)
+                env_rates[runs[-1].key], env_cpu[runs[-1].key] = [], []
+        idle = {proc.pid for ceiling in ceilings.values() for proc in ceiling.procs}
         for run in runs:
             run.others = idle.union(*(other.pids for other in runs if other is not run))
         slice_s = args.seconds / args.rounds
         for i in range(args.rounds):
             for run in runs if i % 2 == 0 else runs[::-1]:
                 rate, cpu = run.run(slice_s)
-                env_rates[run.shape].append(rate)
-                env_cpu[run.shape].append(cpu)
-            if ceiling is not None:
+                env_rates[run.key].append(rate)
+                env_cpu[run.key].append(cpu)
+            for fmt, ceiling in ceilings.items():
                 result = ceiling.measure(slice_s)
-                sim_rates.append(result["sim_turns_per_s"])
-                sim_cpu.append(result["sim_cpu_ms_per_turn"])
+                sim_rates[fmt].append(result["sim_turns_per_s"])
+                sim_cpu[fmt].append(result["sim_cpu_ms_per_turn"])
     finally:
         for run in runs:
             run.close()
     records = [
-        shape_record(run, env_rates[run.shape], env_cpu[run.shape], sim_rates, sim_cpu, args)
+        shape_record(
+            run,
+            env_rates[run.key],
+            env_cpu[run.key],
+            sim_rates.get(run.fmt, []),
+            sim_cpu.get(run.fmt, []),
+            args,
+        )
         for run in runs
     ]
-    if set(env_rates) >= {"maple", "card"}:
-        pairs = zip(env_rates["card"], env_rates["maple"], strict=True)
-        records[args.shapes.index("card")]["card_vs_maple"] = float(
-            np.median([card / maple for card, maple in pairs])
-        )
+    for fmt in args.formats:
+        if {"maple", "card"} <= set(args.shapes):
+            pairs = zip(env_rates[("card", fmt)], env_rates[("maple", fmt)], strict=True)
+            record = records[[run.key for run in runs].index(("card", fmt))]
+            record["card_vs_maple"] = float(np.median([card / maple for card, maple in pairs]))
     return records
+
+
+def doubles_vs_singles(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each shape measured in one singles and one doubles format: doubles over singles
+    env steps/s (median of the per-round ratios), CPU per step and, with the ceilings, the
+    simulator's turns/s and CPU per turn."""
+    out = []
+    for shape in dict.fromkeys(r["shape"] for r in records):
+        by_kind = {is_doubles_format(r["battle_format"]): r for r in records if r["shape"] == shape}
+        if set(by_kind) != {False, True}:
+            continue
+        single, double = by_kind[False], by_kind[True]
+        ratio = float(
+            np.median(
+                [
+                    d / s
+                    for d, s in zip(
+                        double["env_steps_per_s_rounds"],
+                        single["env_steps_per_s_rounds"],
+                        strict=True,
+                    )
+                ]
+            )
+        )
+        line: dict[str, Any] = {
+            "compare": "doubles_vs_singles",
+            **{k: single[k] for k in ("backend", "num_envs", "shape")},
+            "singles": single["battle_format"],
+            "doubles": double["battle_format"],
+            "env_steps_per_s_ratio": round(ratio, 3),
+            "env_cpu_ms_per_step_ratio": round(
+                double["env_cpu_ms_per_step"] / single["env_cpu_ms_per_step"], 3
+            ),
+            "target": 0.6,
+            "meets_target": ratio >= 0.6,
+        }
+        if "sim_turns_per_s" in single and "sim_turns_per_s" in double:
+            line["sim_turns_per_s_ratio"] = round(
+                double["sim_turns_per_s"] / single["sim_turns_per_s"], 3
+            )
+            line["sim_cpu_ms_per_turn_ratio"] = round(
+                double["sim_cpu_ms_per_turn"] / single["sim_cpu_ms_per_turn"], 3
+            )
+        out.append(line)
+    return out
 
 
 def shape_record(
@@ -202,6 +272,8 @@ def shape_record(
 ) -> dict[str, Any]:
     """One shape's medians, CPU per step by kind and, with the ceiling, its ratios."""
     record: dict[str, Any] = {
+        "battle_format": run.fmt,
+        "shape": run.shape,
         "env_steps_per_s": float(np.median(env_rates)),
         "env_steps_per_s_rounds": [round(r, 1) for r in env_rates],
         "env_cpu_ms_per_step": float(np.median([c["total"] for c in env_cpu])),
@@ -269,7 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
         "0: one Node host per env)",
     )
     parser.add_argument(
-        "--battle-format", default="gen9randombattle", help="battle format (default %(default)s)"
+        "--battle-format",
+        "--battle-formats",
+        default="gen9randombattle",
+        help="battle format, or several comma-separated (each measured, alternating; a "
+        "singles and a doubles one add a doubles_vs_singles line) (default %(default)s)",
     )
     parser.add_argument(
         "--opponent", default="random", help="the envs' opponent name (default %(default)s)"
@@ -293,7 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def header(backend: str, num_envs: int, shape: str, args: argparse.Namespace) -> dict[str, Any]:
+def header(
+    backend: str, num_envs: int, shape: str, fmt: str, args: argparse.Namespace
+) -> dict[str, Any]:
     """The settings part of a JSON line."""
     card = shape == "card"  # one Node host or embedded server per env
     sim_hosts = args.sim_hosts if args.sim_hosts is not None else os.cpu_count() or 1
@@ -301,7 +379,7 @@ def header(backend: str, num_envs: int, shape: str, args: argparse.Namespace) ->
         "backend": backend,
         "num_envs": num_envs,
         "seconds": args.seconds,
-        "battle_format": args.battle_format,
+        "battle_format": fmt,
         "opponent": args.opponent,
         "servers": (num_envs if card else args.servers) if backend == "server" else None,
         "sim_hosts": (num_envs if card else min(sim_hosts, num_envs))
@@ -323,21 +401,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--num-envs needs positive integers")
     if not args.shapes or not set(args.shapes) <= set(SHAPES):
         parser.error(f"--shape takes {', '.join(SHAPES)} (comma-separated), got {args.shape!r}")
-    ceiling = (
-        None
-        if args.no_ceiling
-        else Ceiling(args.sim_procs, args.battle_format, args.ceiling_warmup)
+    args.formats = list(
+        dict.fromkeys(f.strip() for f in args.battle_format.split(",") if f.strip())
     )
+    if not args.formats:
+        parser.error("--battle-format needs at least one format")
+    ceilings: dict[str, Ceiling] = {}
     try:
+        if not args.no_ceiling:
+            for fmt in args.formats:
+                ceilings[fmt] = Ceiling(args.sim_procs, fmt, args.ceiling_warmup)
         for backend in backends:
             for num_envs in sizes:
-                records = measure(num_envs, args, backend, ceiling)
-                for shape, record in zip(args.shapes, records, strict=True):
-                    line = {**header(backend, num_envs, shape, args), **record}
+                lines = [
+                    {**header(backend, num_envs, r["shape"], r["battle_format"], args), **r}
+                    for r in measure(num_envs, args, backend, ceilings)
+                ]
+                for line in lines:
                     line["machine"] = machine_info()
                     print_json(line)
+                for line in doubles_vs_singles(lines):
+                    print_json(line)
     finally:
-        if ceiling is not None:
+        for ceiling in ceilings.values():
             ceiling.close()
     return 0
 

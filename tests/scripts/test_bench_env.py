@@ -216,3 +216,21 @@ def test_process_cpu_leaves_out_the_excluded_descendants() -> None:
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_doubles_vs_singles_is_the_median_of_the_per_round_ratios(bench) -> None:
+    def record(fmt: str, rates: list[float], cpu: float, sim: float, sim_cpu: float) -> dict:
+        return {
+            "backend": "direct", "num_envs": 8, "shape": "maple", "battle_format": fmt,
+            "env_steps_per_s_rounds": rates, "env_cpu_ms_per_step": cpu,
+            "sim_turns_per_s": sim, "sim_cpu_ms_per_turn": sim_cpu,
+        }  # fmt: skip
+
+    singles = record("gen9randombattle", [100.0, 200.0, 100.0], 10.0, 400.0, 5.0)
+    doubles = record("gen9randomdoublesbattle", [50.0, 180.0, 70.0], 25.0, 200.0, 10.0)
+    (line,) = bench.doubles_vs_singles([singles, doubles])
+    assert line["compare"] == "doubles_vs_singles" and line["doubles"] == doubles["battle_format"]
+    assert line["env_steps_per_s_ratio"] == 0.7 and line["meets_target"] is True
+    assert line["env_cpu_ms_per_step_ratio"] == 2.5
+    assert line["sim_turns_per_s_ratio"] == 0.5 and line["sim_cpu_ms_per_turn_ratio"] == 2.0
+    assert bench.doubles_vs_singles([singles]) == []  # one kind only: no comparison
