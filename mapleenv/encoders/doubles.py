@@ -1,7 +1,8 @@
 """The doubles battle encoder (``encoder="doubles"``): the simple encoder's hand-made
 features for two active Pokémon a side, plus what doubles adds (per move: each foe's
-damage multiplier, spread and Protect; the field's Trick Room, Tailwinds and screens;
-which slots must switch).
+damage multiplier, spread, Protect, Fake Out, redirection, ally support, weather and
+terrain setters; who is on a first turn out; the field's Trick Room, Tailwinds, screens,
+weather and terrain; which slots must switch).
 
 :data:`BLOCKS` is the layout: the encoder's size and bounds and its table in
 ``docs/observation.md`` are both derived from it. Active slots are in Showdown's position
@@ -40,6 +41,20 @@ MOVES = 2 * NUM_MOVE_SLOTS  # our two actives' move slots
 SPREAD_TARGETS = frozenset({Target.ALL_ADJACENT, Target.ALL_ADJACENT_FOES, Target.ALL})
 _SCREENS = (SideCondition.REFLECT, SideCondition.LIGHT_SCREEN, SideCondition.AURORA_VEIL)
 _SLOTS_TEXT = "our a, our b, the foe's a, the foe's b"
+ALLY_TARGETS = frozenset(
+    {Target.ADJACENT_ALLY, Target.ADJACENT_ALLY_OR_SELF, Target.ALLIES, Target.ALLY_SIDE}
+)
+FIRST_TURN_MOVES = frozenset({"fakeout", "firstimpression", "matblock"})
+REDIRECTION_MOVES = frozenset({"followme", "ragepowder", "spotlight", "allyswitch"})
+KIND_NAMES = (
+    "spread (hits both foes or everyone adjacent)",
+    "Protect-like",
+    "priority above 0",
+    "first turn out only (Fake Out, First Impression, Mat Block)",
+    "redirection (Follow Me, Rage Powder, Spotlight, Ally Switch)",
+    "for the ally or our side (Helping Hand, Tailwind, Pollen Puff...)",
+    "sets a weather or a terrain",
+)
 
 BLOCKS: tuple[Block, ...] = (
     Block(
@@ -60,6 +75,13 @@ BLOCKS: tuple[Block, ...] = (
     ),
     Block("present", SLOTS, 0.0, 1.0, f"an active Pokémon in each slot ({_SLOTS_TEXT})"),
     Block(
+        "first_turn",
+        SLOTS,
+        0.0,
+        1.0,
+        "each active slot's Pokémon is on its first turn out (Fake Out, First Impression work)",
+    ),
+    Block(
         "active_types",
         SLOTS * len(TYPES),
         0.0,
@@ -78,11 +100,10 @@ BLOCKS: tuple[Block, ...] = (
     ),
     Block(
         "move_kind",
-        MOVES * 3,
+        MOVES * len(KIND_NAMES),
         0.0,
         1.0,
-        "2 x 4 x 3, the same moves: spread (hits both foes or everyone adjacent), Protect-like, "
-        "priority above 0",
+        f"2 x 4 x {len(KIND_NAMES)}, the same moves: " + ", ".join(KIND_NAMES),
     ),
     Block(
         "boosts",
@@ -101,11 +122,11 @@ BLOCKS: tuple[Block, ...] = (
     ),
     Block(
         "field",
-        5,
+        7,
         0.0,
         1.0,
         "Trick Room; our Tailwind, the foe's Tailwind; a screen (Reflect, Light Screen, "
-        "Aurora Veil) on our side, on the foe's",
+        "Aurora Veil) on our side, on the foe's; a weather; a terrain",
     ),
     Block("force_switch", 2, 0.0, 1.0, "our slot a, b must switch in now"),
     Block("fainted", 2, 0.0, 1.0, "fainted Pokémon / 6: ours, the opponent's"),
@@ -132,7 +153,8 @@ class DoublesEncoder:
         foes = battle.opponent_active_pokemon
         for k, mon in enumerate(actives):
             out[i + k] = float(mon is not None)
-        i += SLOTS
+            out[i + SLOTS + k] = float(mon is not None and mon.first_turn)
+        i += 2 * SLOTS
         for mon in actives:
             if mon is not None:
                 for t in mon.types:
@@ -155,7 +177,9 @@ class DoublesEncoder:
         out[i + 2] = float(SideCondition.TAILWIND in foe)
         out[i + 3] = float(any(c in own for c in _SCREENS))
         out[i + 4] = float(any(c in foe for c in _SCREENS))
-        i += 5
+        out[i + 5] = float(bool(battle.weather))
+        out[i + 6] = float(any(f.is_terrain for f in battle.fields))
+        i += 7
         out[i : i + 2] = [float(bool(f)) for f in battle.force_switch]
         i += 2
         out[i] = sum(mon.fainted for mon in battle.team.values()) / TEAM_SIZE
@@ -179,7 +203,7 @@ def _move_features(
     battle: DoubleBattle, foes: list[Pokemon | None], out: list[float], i: int
 ) -> int:
     """Fill the two move blocks (damage against each foe, then kinds); return the next index."""
-    kinds = i + MOVES * 2
+    kinds, width = i + MOVES * 2, len(KIND_NAMES)
     for pos in range(2):
         for k, move in enumerate(move_slots(battle, pos)):
             column = pos * NUM_MOVE_SLOTS + k
@@ -188,8 +212,8 @@ def _move_features(
                     if foe is not None:
                         score = move.base_power / 100.0 * _multiplier(move, foe)
                         out[i + 2 * column + f] = min(score, MAX_MOVE_SCORE)
-            out[kinds + 3 * column : kinds + 3 * column + 3] = _kind(move)
-    return kinds + MOVES * 3
+            out[kinds + width * column : kinds + width * (column + 1)] = _kind(move)
+    return kinds + MOVES * width
 
 
 def _kind(move: Move) -> list[float]:
@@ -197,4 +221,8 @@ def _kind(move: Move) -> list[float]:
         float(move.target in SPREAD_TARGETS),
         float(move.is_protect_move),
         float(move.priority > 0),
+        float(move.id in FIRST_TURN_MOVES),
+        float(move.id in REDIRECTION_MOVES),
+        float(move.target in ALLY_TARGETS),
+        float(bool(move.weather or move.terrain)),
     ]

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mapleenv.encoders import simple
+from mapleenv.encoders import doubles, simple
 from mapleenv.encoders.rich import layout, vocab
 
 DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
@@ -20,12 +20,13 @@ DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
 INTRO = """\
 # Observation: the battle encoders
 
-An encoder turns a singles battle, seen from our side, into one float32 vector whose
-every feature lies inside fixed bounds (the `low`/`high` of the observation `Box`), never
-NaN or inf. `env.encoder=<name>` picks one: `simple` (the default), `rich` or `rich2`
+An encoder turns a battle, seen from our side, into one float32 vector whose every
+feature lies inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN or
+inf. `env.encoder=<name>` picks one: for singles `simple` (the default), `rich` or `rich2`
 (`rich` plus futile-move and random-battle-set features; `model=attention` needs one of
-the two); `docs/extending.md` adds your own. This page is generated from
-`mapleenv/encoders/simple.py` and `mapleenv/encoders/rich/layout.py`
+the two); for doubles `doubles`; `docs/extending.md` adds your own. This page is generated
+from `mapleenv/encoders/simple.py`, `mapleenv/encoders/doubles.py` and
+`mapleenv/encoders/rich/layout.py`
 (`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
 
 ## `simple`: {simple_size} hand-made features (the default)
@@ -37,6 +38,20 @@ at 0.
 | block | size | offset | range | content |
 |---|---|---|---|---|
 {simple_rows}| **total** | **{simple_size}** | | | |
+
+## `doubles`: {doubles_size} hand-made features (double battles)
+
+`mapleenv.encoders.doubles.DoublesEncoder`: the simple encoder's features for two active
+Pokémon a side, plus what doubles adds: each move's damage multiplier against each foe;
+spread, Protect, Fake Out, redirection, ally-support and weather or terrain moves; who is
+on a first turn out; Trick Room, Tailwinds, screens, weather and terrain; which slots
+must switch. It reads double battles only (a singles encoder on a doubles format, or this
+one on a singles format, is refused at start). Move columns follow the doubles action
+numbering (`mapleenv/actions/doubles.py`): our slot *s*, move *k* is sub-action 7 + 5*k* + target.
+
+| block | size | offset | range | content |
+|---|---|---|---|---|
+{doubles_rows}| **total** | **{doubles_size}** | | | |
 
 ## `rich`: {size} features
 
@@ -53,9 +68,9 @@ four known moves of the active Pokémon (or the request's own moves, e.g. Strugg
 """
 
 
-def _simple_rows() -> str:
+def _simple_rows(blocks: tuple = simple.BLOCKS) -> str:
     rows, offset = [], 0
-    for b in simple.BLOCKS:
+    for b in blocks:
         rows.append(
             f"| `{b.name}` | {b.size} | {offset} | [{b.low:g}, {b.high:g}] | {b.content} |\n"
         )
@@ -311,6 +326,8 @@ def render() -> str:
             size=layout.SIZE,
             simple_size=simple.SimpleEncoder().size,
             simple_rows=_simple_rows(),
+            doubles_size=doubles.DoublesEncoder().size,
+            doubles_rows=_simple_rows(doubles.BLOCKS),
         )
     ]
     for block in layout.LAYOUT:
