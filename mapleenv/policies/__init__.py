@@ -20,9 +20,10 @@ from mapleenv.policies.checkpoint import (
     resolve_checkpoint,
     to_plain,
 )
-from mapleenv.policies.config import Activation, ModelConfig, ModelKind
+from mapleenv.policies.config import ActionHead, Activation, ModelConfig, ModelKind
 from mapleenv.policies.inference import batch1_step
 from mapleenv.policies.masking import log_prob_entropy, mask_logits, sample_actions
+from mapleenv.policies.pair_head import PairHead, doubles_slots, resolve_action_head
 from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
 from mapleenv.policies.registry import POLICIES, PolicyBuilder, build_policy
 from mapleenv.policies.snapshot import (
@@ -43,6 +44,7 @@ __all__ = [
     "FORMAT_VERSION",
     "LAST",
     "POLICIES",
+    "ActionHead",
     "Activation",
     "ActorCritic",
     "AttentionActorCritic",
@@ -50,11 +52,13 @@ __all__ = [
     "Hidden",
     "ModelConfig",
     "ModelKind",
+    "PairHead",
     "PolicyBuilder",
     "batch1_step",
     "build_policy",
     "check_network",
     "checked_encoder",
+    "doubles_slots",
     "checked_snapshot",
     "load_checkpoint",
     "log_prob_entropy",
@@ -63,6 +67,7 @@ __all__ = [
     "policy_from_snapshot",
     "policy_spec",
     "read_snapshot",
+    "resolve_action_head",
     "resolve_checkpoint",
     "run_lstm",
     "sample_actions",

@@ -1,5 +1,8 @@
 """``ActorCritic``: the stateless LSTM and MLP actor-critic (``model.kind=lstm|mlp``).
 
+Its policy head is one linear layer over the actions, or on a doubles env's joint space the
+factorized pair head (``model.action_head``, :mod:`mapleenv.policies.pair_head`).
+
 Both share one signature, ``forward(obs, action_mask, hidden, episode_start) -> (logits,
 value, new_hidden)``, in a step form (``obs [B, D]``, ``episode_start [B]``) and a sequence
 form (``obs [T, B, D]``, ``episode_start [T, B]``). The caller owns the recurrent state: a
@@ -16,8 +19,9 @@ import torch
 from torch import nn
 
 from mapleenv.policies.base import StatelessPolicy
-from mapleenv.policies.config import ModelConfig
+from mapleenv.policies.config import ActionHead, ModelConfig
 from mapleenv.policies.masking import mask_logits
+from mapleenv.policies.pair_head import PairHead, resolve_action_head
 from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
@@ -82,10 +86,13 @@ class ActorCritic(StatelessPolicy):
         self.trunk = Trunk(obs_dim, cfg)
         self.critic_trunk = None if cfg.shared_trunk else Trunk(obs_dim, cfg)
         feat = self.trunk.out_dim
-        self.policy_head = nn.Sequential(
-            _mlp([feat, *cfg.head_sizes], cfg.activation),
-            _init(nn.Linear(cfg.head_sizes[-1] if cfg.head_sizes else feat, n_actions), 0.01),
-        )
+        head_in = cfg.head_sizes[-1] if cfg.head_sizes else feat
+        # model.action_head: flat, or the per-slot pair head on a doubles joint space
+        self.action_head = resolve_action_head(cfg.action_head, n_actions)
+        last: nn.Module = _init(nn.Linear(head_in, n_actions), 0.01)
+        if self.action_head == ActionHead.pair:
+            last = PairHead(head_in, math.isqrt(n_actions), cfg.pair_rank)
+        self.policy_head = nn.Sequential(_mlp([feat, *cfg.head_sizes], cfg.activation), last)
         self.value_head = nn.Sequential(
             _mlp([feat, *cfg.head_sizes], cfg.activation),
             _init(nn.Linear(cfg.head_sizes[-1] if cfg.head_sizes else feat, 1), 1.0),

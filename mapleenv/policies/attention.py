@@ -196,6 +196,8 @@ class AttentionActorCritic(StatelessPolicy):
             )
         if not cfg.shared_trunk:
             raise ValueError("model.kind=attention has one trunk: set model.shared_trunk=true")
+        if cfg.action_head == "pair":  # its head scores the singles layout's move/switch tokens
+            raise ValueError("model.action_head=pair needs model.kind lstm or mlp (doubles)")
         self.cfg = cfg
         self.obs_dim, self.n_actions = obs_dim, n_actions
         d = cfg.token_size

@@ -15,6 +15,14 @@ class ModelKind(StrEnum):
     attention = "attention"
 
 
+class ActionHead(StrEnum):
+    """``model.action_head``: the policy's last layer (:mod:`mapleenv.policies.pair_head`)."""
+
+    auto = "auto"  # pair on a doubles env's joint action space, else flat
+    flat = "flat"  # one Linear(features, n_actions)
+    pair = "pair"  # per-slot logits plus a low-rank pair term over S * S joint actions
+
+
 class Activation(StrEnum):
     tanh = "tanh"
     relu = "relu"
@@ -25,7 +33,7 @@ class ModelConfig:
     """Actor-critic network; ``kind=mlp`` ignores the recurrent fields.
 
     Closed choices are plain strings checked against their enum (:class:`ModelKind`,
-    :class:`Activation`), so checkpoints keep plain values."""
+    :class:`Activation`, :class:`ActionHead`), so checkpoints keep plain values."""
 
     kind: str = "lstm"  # ModelKind
     encoder_sizes: list[int] = field(default_factory=lambda: [256])
@@ -41,3 +49,7 @@ class ModelConfig:
     # auxiliary head predicting the opponent's action class (0: none, no parameters; the
     # learner's algo.aux_coef trains it): docs/training.md
     aux_classes: int = 0
+    # the policy's last layer (lstm, mlp): auto = the factorized pair head on doubles, with
+    # a rank-pair_rank interaction term (0: none); docs/training.md
+    action_head: str = "auto"  # ActionHead
+    pair_rank: int = 8

@@ -33,18 +33,29 @@ from mapleenv.encoders import make_encoder
 from mapleenv.plugins import imported_plugins
 from mapleenv.policies.bounds import brief
 from mapleenv.policies.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
+from mapleenv.policies.config import ActionHead
+from mapleenv.policies.pair_head import doubles_slots
 from mapleenv.policies.registry import build_policy
 from mapleenv.policies.spec_check import check_network
 
 
 def policy_spec(policy: torch.nn.Module) -> dict[str, Any]:
     """What a checkpoint needs to rebuild ``policy`` without Hydra (plain values only).
-    ``aux_classes`` is stored only for a policy that has the auxiliary head: the spec of
-    every other policy is the same as before the setting existed (older checkpoints resume,
-    older Maple reads new ones)."""
+    ``aux_classes`` is stored only for a policy that has the auxiliary head, and the action
+    head (resolved: ``flat`` or ``pair``, with ``pair_rank``) only on a doubles-sized action
+    space or with the pair head: the spec of every singles policy is the same as before
+    these settings existed (older checkpoints resume, older Maple reads new ones)."""
     model = dataclasses.asdict(policy.cfg)
     if not model.get("aux_classes"):
         model.pop("aux_classes", None)
+    head = getattr(policy, "action_head", ActionHead.flat.value)
+    if head == ActionHead.pair or doubles_slots(policy.n_actions):
+        model["action_head"] = str(head)
+        if head != ActionHead.pair:
+            model.pop("pair_rank", None)
+    else:
+        model.pop("action_head", None)
+        model.pop("pair_rank", None)
     return {"obs_dim": policy.obs_dim, "n_actions": policy.n_actions, "model": model}
 
 

@@ -21,12 +21,12 @@ import torch
 
 from mapleenv.policies.bounds import MAX_PARAMETERS_ENV, brief, max_parameters
 from mapleenv.policies.checkpoint import CheckpointError
-from mapleenv.policies.config import Activation, ModelConfig
+from mapleenv.policies.config import ActionHead, Activation, ModelConfig
 from mapleenv.policies.registry import POLICIES, build_policy
 
 MAX_LAYERS = 256  # num_layers, attention_layers, entries of encoder_sizes / head_sizes
 _COUNTS = ("num_layers", "attention_layers", "attention_heads")
-_ZERO_MEANS_NONE = ("aux_classes",)  # 0: no auxiliary head
+_ZERO_MEANS_NONE = ("aux_classes", "pair_rank")  # 0: no auxiliary head, no pair term
 _DEFAULTS = {
     f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
     for f in dataclasses.fields(ModelConfig)
@@ -105,7 +105,11 @@ def _checked_model(model: Mapping[str, Any], source: str) -> dict[str, Any]:
             raise CheckpointError(
                 f"{source}: {where} must be a {type(default).__name__}, got {brief(value)}"
             )
-    choices = {"kind": list(POLICIES), "activation": [a.value for a in Activation]}
+    choices = {
+        "kind": list(POLICIES),
+        "activation": [a.value for a in Activation],
+        "action_head": [h.value for h in ActionHead],
+    }
     for key, valid in choices.items():
         if key in model and model[key] not in valid:
             raise CheckpointError(
