@@ -25,8 +25,6 @@ from pettingzoo import ParallelEnv
 from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.data import GenData
 from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
-from poke_env.teambuilder.constant_teambuilder import ConstantTeambuilder
-from poke_env.teambuilder.teambuilder import Teambuilder
 
 from mapleenv.actions import action_space_size, describe_legal, legal_actions, mask_from_legal
 from mapleenv.backends.direct.host import SimHost, SimHostError
@@ -34,6 +32,7 @@ from mapleenv.backends.direct.session import SIDES, DirectBattle
 from mapleenv.encoders import BattleEncoder, check_game_type, make_encoder, observation_box
 from mapleenv.reward import RewardConfig, RewardTracker
 from mapleenv.showdown.formats import check_format, is_doubles_format
+from mapleenv.showdown.teams import TeamPool, team_pool
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +54,10 @@ class ShowdownParallelEnv(ParallelEnv):
         seed: seed of the first ``reset``; ``reset(seed=s)`` draws the battle's simulator
             and team seeds from ``numpy.random.default_rng(s)``, so the same seed and the
             same actions replay the same battle.
-        team: team for formats that need one (both seats; poke-env ``team`` argument).
+        team: team for formats that need one (both seats): a team file or folder (one of
+            its teams drawn per seat and battle from the seeded stream), team text,
+            ``Team`` objects or a poke-env ``Teambuilder``;
+            validated for ``battle_format`` as :class:`~mapleenv.env.PokemonEnv` does.
         on_illegal: ``"default"`` plays the simulator's default choice for a masked-out
             action and sets that agent's ``info["illegal_action"]``; ``"raise"`` raises
             ``ValueError``.
@@ -107,7 +109,7 @@ class ShowdownParallelEnv(ParallelEnv):
         check_game_type(self.encoder, name, battle_format, doubles)
         self.reward_config = RewardConfig.from_value(reward)
         self._trackers = {side: RewardTracker(self.reward_config) for side in SIDES}
-        self._team = _packed_team(team)
+        self._teams = team_pool(team, battle_format)
         self.possible_agents = list(SIDES)
         self.agents: list[str] = []
         n_actions = action_space_size(gen, doubles=doubles)
@@ -165,8 +167,8 @@ class ShowdownParallelEnv(ParallelEnv):
             opponent_username=self.usernames["p2"],
             seed=self._draw_seed(),
             team_seeds={"p1": self._draw_seed(), "p2": self._draw_seed()},
-            agent_team=self._team,
-            opponent_team=self._team,
+            agent_team=self._draw_team(),
+            opponent_team=self._draw_team(),
         )
         self._session = session
         session.start()  # a SimHostError here is the caller's to see: no battle to truncate
@@ -289,6 +291,16 @@ class ShowdownParallelEnv(ParallelEnv):
     def _draw_seed(self) -> list[int]:
         return [int(x) for x in self._rng.integers(0, _SEED_MAX, size=4)]
 
+    def _draw_team(self) -> str | None:
+        """A seat's packed team (None: random formats); of several, one drawn from the
+        episode's stream, so a seeded reset replays the same teams."""
+        pool = self._teams
+        if pool is None:
+            return None
+        if isinstance(pool, TeamPool) and len(pool.teams) > 1:
+            return pool.teams[int(self._rng.integers(len(pool.teams)))].packed
+        return pool.yield_team()
+
     def _end_session(self) -> None:
         session, self._session = self._session, None
         if session is not None:
@@ -298,14 +310,6 @@ class ShowdownParallelEnv(ParallelEnv):
         host, self._host = self._host, None
         if host is not None:
             host.close()
-
-
-def _packed_team(team: Any) -> str | None:
-    """A packed team string from poke-env's ``team`` argument (None: random formats)."""
-    if team is None:
-        return None
-    builder = team if isinstance(team, Teambuilder) else ConstantTeambuilder(team)
-    return builder.yield_team()
 
 
 def parallel_env(**kwargs: Any) -> ShowdownParallelEnv:

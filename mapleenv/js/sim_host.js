@@ -16,7 +16,9 @@
  * so many turns (search fidelity and evaluation checks, mapleenv/js/search/fields.js,
  * game.js, rollout.js).
  *
- * Output: frames separated by a blank line (simulator messages never contain "\n\n"):
+ * Output: frames separated by a blank line (an empty protocol line inside a message, such
+ * as the empty public half of a `|split|` pair, e.g. VGC's Open Team Sheets offer, is sent
+ * as `|`, the protocol's no-op line, so a frame never contains "\n\n"):
  *   `<battle id>\n<simulator message>\n\n` for every message the simulator emits
  *   (`update\n...`, `sideupdate\npN\n...`, `end\n{winner,turns,seed}`), then
  *   `<battle id>\nack\n\n` once the line that produced them has been handled, so the reader
@@ -68,6 +70,9 @@ function errorText(err) {
   return String(err && err.stack || err).replace(/\n+/g, '\n');
 }
 
+/** An empty line in a message: it would end the frame early (see the header). */
+const EMPTY_LINE = /(^|\n)(\n|$)/;
+
 /** A BattleStream whose output goes straight (synchronously) into its client's buffer. */
 class HostedBattle extends Sim.BattleStream {
   constructor(id, client) {
@@ -79,6 +84,8 @@ class HostedBattle extends Sim.BattleStream {
     if (type === 'end') {
       const log = JSON.parse(data);
       data = JSON.stringify({winner: log.winner, turns: log.turns, seed: log.seed});
+    } else if (EMPTY_LINE.test(data)) {
+      data = data.split('\n').map(line => line || '|').join('\n');
     }
     this.client.out.push(`${this.id}\n${type}\n${data}\n\n`);
   }
