@@ -220,7 +220,7 @@ def _kind(move: Move) -> list[float]:
     return [
         float(move.target in SPREAD_TARGETS),
         float(move.is_protect_move),
-        float(move.priority > 0),
+        float(move.entry.get("priority", 0) > 0),  # Recharge's entry has no priority
         float(move.id in FIRST_TURN_MOVES),
         float(move.id in REDIRECTION_MOVES),
         float(move.target in ALLY_TARGETS),
