@@ -244,7 +244,7 @@ class EnvSpec:
         teams = {key: spec._loaded_team(key, where) for key in ("team", "opponent_team")}
         spec = dataclasses.replace(spec, **teams)
         if isinstance(spec.opponent, str):  # policy:<checkpoint> files: the safe loader, once
-            check_policy_files(spec.opponent)
+            check_policy_files(spec.opponent, spec.battle_format)
         return dataclasses.replace(spec, checked_for=spec._check_key())
 
     def _loaded_team(self, key: str, where: str = "") -> Any:

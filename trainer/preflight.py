@@ -45,19 +45,22 @@ class TrainPreflight(Callback):
     exists."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from mapleenv.opponents import check_policy_files
+        from mapleenv.opponents import check_policy_files, check_policy_game
         from trainer.config import to_train_config
         from trainer.run.checkpoint import check_network, check_pool, load_checkpoint
 
         try:
             typed = to_train_config(_task_config(config))
             opponent = getattr(typed.env, "opponent", None)
+            battle_format = getattr(typed.env, "battle_format", None)
             if opponent is not None:  # policy:<file> members: the full checkpoint check
-                check_policy_files(opponent)
+                check_policy_files(opponent, battle_format)
             if typed.resume:  # a run dir or a file: a checkpoint whose networks all fit
                 ckpt = load_checkpoint(typed.resume)
                 check_network(ckpt, str(typed.resume))
                 check_pool(ckpt, str(typed.resume))
+                if battle_format is not None:  # trained on the same game (singles/doubles)
+                    check_policy_game(ckpt, battle_format, f"resume={typed.resume}")
         except Exception as exc:
             _refuse(exc, "trainer")
 
@@ -83,7 +86,9 @@ class PlayPreflight(Callback):
             if cfg.output:
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
-            battle_setup(cfg, read_snapshot(cfg.checkpoint))  # the full checkpoint check
+            checkpoint = read_snapshot(cfg.checkpoint)  # the full checkpoint check
+            battle_format, _ = battle_setup(cfg, checkpoint)
+            _check_game(cfg, checkpoint, battle_format)
             resolve_password(cfg)
         except ShowdownError as exc:
             fail(str(exc), logger="trainer.play")
@@ -110,11 +115,28 @@ class EvaluatePreflight(Callback):
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
             checkpoint = read_snapshot(cfg.checkpoint)  # the full check: loader, spec, encoder
+            env = _checkpoint_env(checkpoint)
+            battle_format = cfg.battle_format or env.get("battle_format") or "gen9randombattle"
             for name in cfg.opponents:
-                check_policy_files(name)
+                check_policy_files(name, battle_format)
+            _check_game(cfg, checkpoint, battle_format)
             _check_team_folders(cfg, checkpoint)
         except Exception as exc:
             _refuse(exc, "trainer.apps.evaluate")
+
+
+def _checkpoint_env(checkpoint: dict[str, Any]) -> dict[str, Any]:
+    return (checkpoint.get("config") or {}).get("env") or {}
+
+
+def _check_game(cfg: Any, checkpoint: dict[str, Any], battle_format: str) -> None:
+    """The checkpoint and the settings fit ``battle_format``'s game (singles or doubles):
+    else a one-line ``ValueError`` (:func:`trainer.config.games.live_game_problems`)."""
+    from trainer.config.games import live_game_problems
+
+    problems = live_game_problems(cfg, checkpoint, battle_format)
+    if problems:
+        raise ValueError("; ".join(problems))
 
 
 def _check_team_folders(cfg: Any, checkpoint: dict[str, Any]) -> None:
@@ -125,7 +147,7 @@ def _check_team_folders(cfg: Any, checkpoint: dict[str, Any]) -> None:
     from mapleenv.showdown import is_team_text, team_files
     from trainer.config import team_path
 
-    env = (checkpoint.get("config") or {}).get("env") or {}
+    env = _checkpoint_env(checkpoint)
     for key in ("team", "opponent_team"):
         value = team_path(getattr(cfg, key) or env.get(key))
         if value and not is_team_text(value) and Path(value).is_dir():

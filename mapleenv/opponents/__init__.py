@@ -53,6 +53,7 @@ _LAZY = {
     "FrozenPolicy": "mapleenv.opponents.policy",
     "PolicyOpponent": "mapleenv.opponents.policy",
     "check_policy_files": "mapleenv.opponents.policy",
+    "check_policy_game": "mapleenv.opponents.policy",
 }
 
 

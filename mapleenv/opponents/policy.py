@@ -49,9 +49,15 @@ from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 
-from mapleenv.actions import legal_actions, mask_from_legal, teampreview_in_order
+from mapleenv.actions import (
+    action_space_size,
+    legal_actions,
+    mask_from_legal,
+    teampreview_in_order,
+)
 from mapleenv.encoders import BattleEncoder, make_encoder
 from mapleenv.opponents import register_opponent, unique_username
+from mapleenv.showdown.formats import is_doubles_format
 
 logger = logging.getLogger(__name__)
 
@@ -290,20 +296,77 @@ class PolicyOpponent(Player):
 
 
 POLICY_PREFIXES = ("policy", "policy_greedy", "policy_search")
+SINGLES_ONLY = frozenset({"calc"})  # baselines that cannot play double battles
 
 
-def check_policy_files(opponent: str | Mapping[str, Any]) -> None:
+def check_policy_files(opponent: str | Mapping[str, Any], battle_format: str | None = None) -> None:
     """Read every ``policy:<checkpoint>`` member of ``opponent`` (a name or a mix) with the
     safe loader here, before env workers start: a file that is refused (not format 2, not a
     policy checkpoint, an encoder not registered in this process) is one line
-    (:class:`mapleenv.policies.CheckpointError`) instead of an error in every worker."""
+    (:class:`mapleenv.policies.CheckpointError`) instead of an error in every worker. With
+    ``battle_format``, a member that cannot play its game is a one-line ``ValueError`` too:
+    a policy of the other game (singles vs doubles, :func:`check_policy_game`),
+    ``policy_search:`` or ``calc`` on doubles."""
     from mapleenv.opponents.mix import mix_members
     from mapleenv.policies import read_snapshot
 
     for name in mix_members(opponent):
         prefix, _, argument = name.partition(":")
         if prefix in POLICY_PREFIXES and argument:
-            read_snapshot(argument)
+            snapshot = read_snapshot(argument)
+            if battle_format is not None:
+                _check_fits(name, snapshot, battle_format)
+        elif name in SINGLES_ONLY and battle_format and is_doubles_format(battle_format):
+            raise ValueError(
+                f"opponent {name!r} plays singles only, not {battle_format!r} (a doubles "
+                "format): use random, max_power, heuristic or policy:<checkpoint>"
+            )
+
+
+def _check_fits(name: str, snapshot: Mapping[str, Any], battle_format: str) -> None:
+    """The ``policy*:`` opponent ``name`` can play ``battle_format`` (module docs)."""
+    check_policy_game(snapshot, battle_format, f"opponent {name}")
+    if name.startswith("policy_search:") and is_doubles_format(battle_format):
+        raise ValueError(
+            f"opponent {name}: decision-time search plays singles only, not "
+            f"{battle_format!r} (a doubles format): use policy:<checkpoint>"
+        )
+
+
+def policy_game(snapshot: Mapping[str, Any]) -> str:
+    """``"singles"`` or ``"doubles"``: the battles a snapshot's policy was trained on, read
+    from its encoder (its ``game_types``), else from its action count (2,209 in gen 9
+    doubles: far more than any singles space)."""
+    from mapleenv.encoders import game_types
+    from mapleenv.policies import snapshot_encoder
+
+    try:
+        games = game_types(make_encoder(snapshot_encoder(snapshot)))
+    except Exception:  # a plugin's encoder not imported here: the action count says it
+        games = ()
+    if len(games) == 1:
+        return games[0]
+    n_actions = int((snapshot.get("policy") or {}).get("n_actions", 0))
+    return "doubles" if n_actions > max(map(action_space_size, range(1, 10))) else "singles"
+
+
+def check_policy_game(snapshot: Mapping[str, Any], battle_format: str, source: str) -> None:
+    """A one-line ``ValueError`` when ``snapshot``'s policy (from ``source``) was trained on
+    singles and ``battle_format`` is doubles, or the reverse: its observation and action
+    sizes cannot fit the other game's."""
+    game = "doubles" if is_doubles_format(battle_format) else "singles"
+    trained = policy_game(snapshot)
+    if trained == game:
+        return
+    from mapleenv.policies import snapshot_encoder
+
+    spec = snapshot.get("policy") or {}
+    raise ValueError(
+        f"{source} is a {trained} policy (encoder {snapshot_encoder(snapshot)!r}, "
+        f"{spec.get('n_actions', '?')} actions) and {battle_format!r} is a {game} format: "
+        f"a {trained} checkpoint cannot play {game}; use a {trained} format or a "
+        f"checkpoint trained on {game}"
+    )
 
 
 def _set_worker_threads() -> None:
@@ -321,8 +384,10 @@ def _policy_factory(sample: bool, search: bool = False) -> Callable[..., PolicyO
         _set_worker_threads()
         from mapleenv.policies import read_snapshot
 
-        policy = FrozenPolicy.from_snapshot(read_snapshot(argument))
+        snapshot = read_snapshot(argument)
         prefix = "policy_search" if search else "policy" if sample else "policy_greedy"
+        _check_fits(f"{prefix}:{argument}", snapshot, battle_format)  # singles vs doubles
+        policy = FrozenPolicy.from_snapshot(snapshot)
         searcher = None
         if search:
             from mapleenv.search import SearchConfig, Searcher

@@ -67,6 +67,7 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
         or _check_capacity(obj.env)
         or _check_spec(obj.env)
         or _check_extensions(obj.env)
+        or _check_game(obj)
     )
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
@@ -140,6 +141,15 @@ def _check_extensions(env: EnvConfig) -> list[str]:
             kind = "" if isinstance(exc, ValueError) else f"{type(exc).__name__}: "
             return [f"{key}: {kind}{' '.join(str(exc).split())}"]
     return []
+
+
+def _check_game(cfg: TrainConfig) -> list[str]:
+    """Singles-only settings on a doubles format and the reverse (:mod:`.games`)."""
+    if not isinstance(cfg.env, ShowdownEnvConfig):
+        return []
+    from trainer.config.games import train_game_problems
+
+    return train_game_problems(cfg.env, cfg.model.kind)
 
 
 def _check_spec(env: EnvConfig) -> list[str]:

@@ -283,7 +283,8 @@ def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:
                 f"opponent {name!r}: 'self' plays snapshots pushed during "
                 "training; evaluate against policy:<checkpoint> instead"
             )
-        check_policy_files(name)  # policy:<checkpoint>: the safe loader, before any worker
+        # policy:<checkpoint>: the safe loader, before any worker; either game's opponents
+        check_policy_files(name, settings.get("battle_format"))
     # masked sampling: an illegal action is a bug
     return EnvSpec(**settings, on_illegal="raise", battle_log=True).checked()
 

@@ -1,0 +1,92 @@
+"""Singles or doubles: settings and checkpoints that fit one game only, refused at start.
+
+A double battle has two active Pokémon a side and a joint action space (2,209 actions in
+gen 9, :mod:`mapleenv.actions.doubles`); some of Maple's parts read singles battles only.
+Asking for one of them on a doubles format (or a doubles part on singles) is one line and
+exit code 2 before anything starts, not a crash in an env worker mid-run (issue 32):
+
+* the encoder must read the format's game (``env.encoder=doubles`` on doubles);
+* ``model=attention`` reads the rich encoders' singles tokens: not on doubles yet;
+* ``env.mask_futile`` and decision-time search (``search.enabled``) read singles battles;
+* the ``calc`` opponent plays singles only; a ``policy:`` checkpoint or a resumed, evaluated
+  or played checkpoint must have been trained on the same game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mapleenv.showdown import is_doubles_format
+
+MODEL_GAMES = {"attention": "singles"}  # policy kinds that read one game's encoders only
+
+
+def game(battle_format: str) -> str:
+    """``"doubles"`` or ``"singles"``: the game of a format (poke-env's name rule)."""
+    return "doubles" if is_doubles_format(battle_format) else "singles"
+
+
+def train_game_problems(env: Any, model_kind: str) -> list[str]:
+    """The problems of a training config's Showdown ``env`` (a ``ShowdownEnvConfig``) and
+    ``model.kind`` with its format's game, as one-line messages (empty: none)."""
+    from mapleenv.encoders import check_game_type, make_encoder
+    from mapleenv.opponents import check_policy_files
+
+    fmt = str(env.battle_format)
+    doubles = is_doubles_format(fmt)
+    problems = []
+    try:
+        check_game_type(make_encoder(env.encoder), str(env.encoder), fmt, doubles)
+    except ValueError as exc:
+        problems.append(f"env.encoder: {exc}")
+    if doubles and MODEL_GAMES.get(str(model_kind)) == "singles":
+        problems.append(
+            f"model={model_kind} reads the rich encoders' singles tokens and "
+            f"{fmt!r} is a doubles format: use model=lstm (or mlp) with env.encoder=doubles"
+        )
+    if doubles and env.mask_futile:
+        problems.append(singles_only("env.mask_futile", fmt, "set env.mask_futile=false"))
+    for key, opponent in (("env.opponent", env.opponent), ("env.teacher", env.teacher)):
+        if opponent is None:
+            continue
+        try:
+            check_policy_files(_plain(opponent), fmt)
+        except ValueError as exc:
+            problems.append(f"{key}: {exc}")
+    return problems
+
+
+def singles_only(key: str, battle_format: str, fix: str) -> str:
+    """The one line for a singles-only setting ``key`` on a doubles format."""
+    return (
+        f"{key} reads singles battles (one active Pokémon a side) and {battle_format!r} "
+        f"is a doubles format: {fix}"
+    )
+
+
+def live_game_problems(cfg: Any, snapshot: Mapping[str, Any], battle_format: str) -> list[str]:
+    """Evaluate's and play's checks of ``cfg`` (``EvaluateConfig``/``PlayConfig``) and the
+    checkpoint ``snapshot`` against ``battle_format``'s game (one-line messages)."""
+    from mapleenv.opponents import check_policy_game
+    from mapleenv.policies import snapshot_mask_futile
+
+    problems = []
+    try:
+        check_policy_game(snapshot, battle_format, f"checkpoint {cfg.checkpoint}")
+    except ValueError as exc:
+        problems.append(str(exc))
+    if is_doubles_format(battle_format):
+        if cfg.search.enabled:
+            problems.append(singles_only("search.enabled", battle_format, "drop search"))
+        mask_futile = cfg.mask_futile
+        if mask_futile if mask_futile is not None else snapshot_mask_futile(snapshot):
+            problems.append(singles_only("mask_futile", battle_format, "set mask_futile=false"))
+    return problems
+
+
+def _plain(value: Any) -> Any:
+    """A config node (a mix's mapping) as plain Python."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
