@@ -8,6 +8,11 @@ action (move, switch, ``cant``), the blank line before end-of-turn effects, or t
 turn (``|-fail|p2a: X|par`` after our Thunder Wave is our failure, not theirs). Moves
 called by another move (Sleep Talk, Magic Bounce) belong to the move that called them;
 ``[from]lockedmove`` (Outrage, Petal Dance...) is a move of its own. docs/evaluation.md.
+
+Double battles (``|gametype|doubles``) count the same way, per side: both of a side's
+switch-ins of a turn can be hit super-effectively; a spread move counts once, as failed,
+immune or missed when any of its targets was; an immunity of the mover's own ally (an
+Earthquake beside a Flying ally) is not counted, as it is usually the point.
 """
 
 from __future__ import annotations
@@ -73,8 +78,9 @@ class _Counter:
         self.sides = {"p1": SideQuality(), "p2": SideQuality()}
         self.turns = 0
         self.action: _Action | None = None
-        self.fresh: dict[str, str] = {}  # side -> the Pokémon that switched in this turn
+        self.fresh: dict[str, set[str]] = {}  # side -> the Pokémon switched in this turn
         self.hit: set[str] = set()  # fresh switch-ins already hit super-effectively
+        self.doubles = False  # |gametype|doubles: an ally's immunity is not a blunder
 
     def close_action(self) -> None:
         a, self.action = self.action, None
@@ -106,15 +112,17 @@ class _Counter:
             return
         if kind in _ENDS_ACTION:
             self.close_action()
-        if kind == "turn":
+        if kind == "gametype":
+            self.doubles = args[:1] == ["doubles"]
+        elif kind == "turn":
             self.turns = max(self.turns, int(args[0]) if args and args[0].isdigit() else 0)
             self.fresh, self.hit = {}, set()
         elif kind == "switch" and args and _side(args[0]) in self.sides:
             self.sides[_side(args[0])].switches += 1
-            self.fresh[_side(args[0])] = _mon(args[0])
+            self.fresh.setdefault(_side(args[0]), set()).add(_mon(args[0]))
         elif kind == "-supereffective" and args and _side(args[0]) in self.sides:
             mon = _mon(args[0])
-            if self.fresh.get(_side(args[0])) == mon and mon not in self.hit:
+            if mon in self.fresh.get(_side(args[0]), ()) and mon not in self.hit:
                 self.hit.add(mon)
                 self.sides[_side(args[0])].switched_into_super_effective += 1
         elif self.action is not None:
@@ -126,7 +134,7 @@ class _Counter:
         if kind == "-fail":
             a.failed = True
         elif kind == "-immune":
-            a.immune = True
+            a.immune = a.immune or not (self.doubles and args and _side(args[0]) == a.side)
         elif kind == "-miss" and args and _side(args[0]) == a.side:
             a.missed = True
         elif args and _side(args[0]) != a.side:
