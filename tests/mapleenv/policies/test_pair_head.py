@@ -16,6 +16,7 @@ from mapleenv.encoders.rich import layout
 from mapleenv.policies import (
     CheckpointError,
     PairHead,
+    batch1_step,
     check_network,
     log_prob_entropy,
     policy_from_snapshot,
@@ -226,3 +227,15 @@ def test_pair_needs_a_square_space_and_attention_refuses_it() -> None:
         )
     attention = build_policy(layout.RICH.size, N_ACTIONS, ModelConfig(kind="attention", **small))
     assert "action_head" not in policy_spec(attention)["model"]
+
+
+@pytest.mark.parametrize("kind", ["lstm", "mlp"])
+def test_a_frozen_doubles_opponent_runs_the_traced_step(kind: str) -> None:
+    """A policy opponent's batch-1 step (:func:`batch1_step`) traces the pair head and gives
+    the eager logits."""
+    net = policy(kind)
+    step = batch1_step(net, OBS, A)
+    assert isinstance(step, torch.jit.ScriptModule)
+    inputs = step_inputs(net, 1, seed=5)
+    with torch.no_grad():
+        torch.testing.assert_close(step(*inputs)[0], net(*inputs)[0], rtol=1e-5, atol=1e-5)
