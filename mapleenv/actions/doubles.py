@@ -150,9 +150,13 @@ def legal_actions(battle: DoubleBattle) -> dict[int, BattleOrder]:
             subs.setdefault(sub, order)
         per_slot.append(subs)
     first, second = per_slot
-    actions: dict[int, BattleOrder] = {}
-    for a1, o1 in first.items():
-        for a2, o2 in second.items():
-            for joined in DoubleBattleOrder.join_orders([o1], [o2]):
-                actions[join(a1, a2, gen)] = joined
-    return actions
+    if not first or not second:
+        return {}
+    # one join_orders call for all pairs (not one a pair: it was a hot spot), each joined
+    # order mapped back to its two sub-actions by the identity of its halves
+    sub_of = [{id(o): a for a, o in subs.items()} for subs in per_slot]
+    size = slot_space_size(gen)
+    return {
+        sub_of[0][id(joined.first_order)] * size + sub_of[1][id(joined.second_order)]: joined
+        for joined in DoubleBattleOrder.join_orders(list(first.values()), list(second.values()))
+    }

@@ -24,6 +24,10 @@ on-minus-off Python CPU (``teacher_python_cpu_ms_per_step``) and every segment.
     python scripts/bench/profile_env.py --backend direct --steps 3000 --cprofile
     python scripts/bench/profile_env.py --encoder rich --teacher heuristic --steps 500 --rounds 4
     python scripts/bench/profile_env.py --steps 5000 --warmup 60 --ceiling
+    python scripts/bench/profile_env.py --battle-format gen9randomdoublesbattle --cprofile
+
+``--battle-format`` picks the format (a doubles one plays with ``encoder=doubles`` unless
+``--encoder`` says otherwise; the ceiling plays the same format).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from mapleenv.measure import Ceiling, descendants_cpu
+from mapleenv.showdown.formats import is_doubles_format
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
@@ -57,6 +62,10 @@ HOT_SPOTS = [
     ("poke-env parse_request", "poke_env/battle/battle.py", "parse_request"),
     ("poke-env parse_message", "poke_env/battle/abstract_battle.py", "parse_message"),
     ("poke-env valid_orders", "poke_env/battle/battle.py", "valid_orders"),
+    ("doubles: legal_actions", "mapleenv/actions/doubles.py", "legal_actions"),
+    ("doubles: poke-env valid_orders", "poke_env/battle/double_battle.py", "valid_orders"),
+    ("doubles: poke-env join_orders", "poke_env/player/battle_order.py", "join_orders"),
+    ("doubles: encoder", "mapleenv/encoders/doubles.py", "encode"),
 ]
 
 
@@ -118,8 +127,11 @@ def run(
     encoder: str,
     profiler: cProfile.Profile | None,
     warmup: float = 0.0,
+    battle_format: str = "gen9randombattle",
 ) -> dict[str, Any]:
-    stepper = Stepper(backend, seed, opponent=opponent, encoder=encoder)
+    stepper = Stepper(
+        backend, seed, opponent=opponent, encoder=encoder, battle_format=battle_format
+    )
     try:
         stepper.steps(20)  # warm-up: imports, data tables, first battle
         deadline = time.monotonic() + warmup  # and the simulator's JIT, when asked
@@ -128,13 +140,21 @@ def run(
         record = stepper.measure(steps, profiler)
     finally:
         stepper.env.close()
-    return {"backend": backend, "profiled": bool(profiler), **record}
+    return {
+        "backend": backend,
+        "battle_format": battle_format,
+        "encoder": encoder,
+        "profiled": bool(profiler),
+        **record,
+    }
 
 
-def against_ceiling(record: dict[str, Any], warmup: float) -> dict[str, Any]:
+def against_ceiling(
+    record: dict[str, Any], warmup: float, battle_format: str = "gen9randombattle"
+) -> dict[str, Any]:
     """The raw simulator's CPU per turn (one process, warmed ``warmup`` s, measured as long
     as the env ran) and the Node host's CPU per agent step against it."""
-    ceiling = Ceiling(1, warmup=warmup)
+    ceiling = Ceiling(1, battle_format, warmup=warmup)
     try:
         sim = ceiling.measure(max(5.0, record["steps"] * record["wall_ms_per_step"] / 1e3))
     finally:
@@ -230,7 +250,13 @@ def main(argv: list[str] | None = None) -> int:
         "--opponent", default="random", help="the env's opponent name (default %(default)s)"
     )
     parser.add_argument(
-        "--encoder", default="simple", help="simple | rich | module:factory (default %(default)s)"
+        "--encoder",
+        default=None,
+        help="simple | rich | doubles | module:factory (default: simple, doubles for a "
+        "doubles format)",
+    )
+    parser.add_argument(
+        "--battle-format", default="gen9randombattle", help="battle format (default %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=0, help="env seed (default %(default)s)")
     parser.add_argument("--cprofile", action="store_true", help="add a cProfile breakdown")
@@ -260,20 +286,27 @@ def main(argv: list[str] | None = None) -> int:
         "and report node_vs_sim = the host's Node CPU per step / the simulator's per turn",
     )
     args = parser.parse_args(argv)
+    if args.encoder is None:
+        args.encoder = "doubles" if is_doubles_format(args.battle_format) else "simple"
     for backend in [b.strip() for b in args.backend.split(",") if b.strip()]:
         if args.teacher is not None:
-            settings = {"opponent": args.opponent, "encoder": args.encoder}
+            settings = {
+                "opponent": args.opponent,
+                "encoder": args.encoder,
+                "battle_format": args.battle_format,
+            }
             record = run_teacher(
                 backend, args.steps, args.seed, args.rounds, teacher=args.teacher, **settings
             )
             print_json(record)
             continue
-        record = run(backend, args.steps, args.seed, args.opponent, args.encoder, None, args.warmup)
+        common = (backend, args.steps, args.seed, args.opponent, args.encoder)
+        record = run(*common, None, args.warmup, battle_format=args.battle_format)
         if args.ceiling:
-            record |= against_ceiling(record, args.warmup)
+            record |= against_ceiling(record, args.warmup, args.battle_format)
         if args.cprofile:
             profiler = cProfile.Profile()
-            profiled = run(backend, args.steps, args.seed, args.opponent, args.encoder, profiler)
+            profiled = run(*common, profiler, battle_format=args.battle_format)
             record["cprofile"] = breakdown(profiler, profiled["steps"], args.top)
         print_json(record)
     return 0
