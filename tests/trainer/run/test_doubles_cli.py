@@ -1,20 +1,30 @@
 """Double battles through the CLIs (issue 32): the doubles smoke run trains and checkpoints
 (PPO with kickstarting from the heuristic, self-play and reward normalization in one run;
-REINFORCE), its checkpoint is evaluated, and singles-only settings or a checkpoint of the
-other game are one line and exit 2 before anything starts."""
+REINFORCE), its checkpoint is evaluated and plays live (``trainer.play`` accepting a doubles
+challenge on its local server), and singles-only settings or a checkpoint of the other game
+are one line and exit 2 before anything starts."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
+import logging
+import os
+import queue
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
+from poke_env.player import RandomPlayer
+from poke_env.ps_client import AccountConfiguration, ServerConfiguration
 
 from mapleenv import PokemonEnv
 from mapleenv.actions import action_space_size
@@ -136,6 +146,64 @@ def test_doubles_checkpoint_evaluates_with_play_quality(doubles_run: Path, tmp_p
         # both slots act each turn: more moves and switches than turns
         agent = quality["agent"]
         assert agent["moves"] + agent["switches"] > quality["turns"] > 0
+
+
+@pytest.mark.timeout(300)
+def test_doubles_checkpoint_plays_live(doubles_run: Path, tmp_path: Path) -> None:
+    """``trainer.play mode=accept`` in gen9randomdoublesbattle (the checkpoint's format):
+    a poke-env RandomPlayer challenges it; the battle ends, both sides agree on it."""
+    name = f"mapled{os.getpid()}"[:18]
+    lines: queue.Queue[str] = queue.Queue()
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "trainer.play", f"checkpoint={doubles_run}", "server=local"]
+        + ["mode=accept", "battles=1", f"username={name}", f"hydra.run.dir={tmp_path}"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert agent.stderr is not None
+    threading.Thread(target=lambda: [lines.put(x) for x in agent.stderr], daemon=True).start()
+    try:
+        port = int(_wait_for(lines, r"open http://localhost:(\d+) in a browser").group(1))
+        _wait_for(lines, r"ready: logged in as ")
+        challenger = RandomPlayer(
+            account_configuration=AccountConfiguration(f"chald{os.getpid()}"[:18], None),
+            server_configuration=ServerConfiguration(
+                f"ws://127.0.0.1:{port}/showdown/websocket",
+                "https://play.pokemonshowdown.com/action.php?",
+            ),
+            battle_format="gen9randomdoublesbattle",
+            log_level=logging.ERROR,
+        )
+        asyncio.run(asyncio.wait_for(challenger.send_challenges(name.lower(), 1), timeout=200))
+        assert agent.wait(timeout=60) == 0
+    finally:
+        if agent.poll() is None:
+            os.killpg(agent.pid, signal.SIGKILL)
+            agent.wait(timeout=30)
+    (battle,) = challenger.battles.values()
+    assert battle.finished and battle.turn > 0
+    assert "doubles" in battle.battle_tag
+    (entry,) = json.loads((tmp_path / "play.json").read_text())["battles"]
+    assert entry["turns"] == battle.turn
+    assert entry["result"] == {True: "lost", False: "won"}.get(battle.won, "tie")
+
+
+def _wait_for(lines: queue.Queue[str], pattern: str, timeout: float = 180) -> re.Match[str]:
+    """The first line of ``lines`` matching ``pattern`` within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        seen.append(line)
+        if match := re.search(pattern, line):
+            return match
+    raise AssertionError(f"no line matching {pattern!r}:\n" + "\n".join(seen[-20:]))
 
 
 def _compose(config: str, *overrides: str):
