@@ -18,8 +18,8 @@ from mapleenv.backends.websocket import ChallengeRefused, ShowdownBackend
 from mapleenv.env import PokemonEnv
 from mapleenv.showdown import ShowdownError, free_port
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# the tests marked backends use the default backend: the CI's second pass repeats them with
+# MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 MOVES = slice(6, 10)
 MOVE_FEATURES = slice(82, 86)  # SimpleEncoder: power x effectiveness of move slots 0-3
@@ -236,6 +236,7 @@ def test_a_server_refusing_the_battle_ends_the_reset_at_once_with_its_words(
         env.close()
 
 
+@pytest.mark.backends
 @pytest.mark.integration  # node lists the simulator's formats
 def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown opponent 'nobody'.*random, max_power"):

@@ -20,8 +20,8 @@ from gymnasium.vector import AutoresetMode
 from mapleenv.vector import make_vector_env
 from trainer.run.checkpoint import load_checkpoint
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# the tests marked backends use the default backend: the CI's second pass repeats them with
+# MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -47,6 +47,7 @@ def run_module(module: str, *args: str, timeout: float = 280) -> subprocess.Comp
     )
 
 
+@pytest.mark.backends
 @pytest.mark.integration
 @pytest.mark.timeout(600)
 def test_cli_trains_and_evaluates_with_a_plugin(tmp_path: Path) -> None:
@@ -98,6 +99,7 @@ def test_cli_names_a_plugin_that_cannot_be_imported(tmp_path: Path) -> None:
     assert "Traceback" not in out
 
 
+@pytest.mark.backends
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_vector_env_uses_the_plugin_in_its_workers(monkeypatch: pytest.MonkeyPatch) -> None:

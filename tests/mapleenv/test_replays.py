@@ -15,8 +15,8 @@ from conftest import RECORDED_BATTLES, replay_decisions
 
 from mapleenv.replays import protocol_log, replay_html, text_log
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# the tests marked backends use the default backend: the CI's second pass repeats them with
+# MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = re.compile(r'<script type="text/plain" class="battle-log-data">(.*?)</script>', re.DOTALL)
@@ -87,6 +87,7 @@ def test_text_log_sentences_from_one_side() -> None:
     ]
 
 
+@pytest.mark.backends
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_evaluate_save_replays_writes_complete_replays(tmp_path: Path) -> None:

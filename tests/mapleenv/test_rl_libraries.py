@@ -19,12 +19,16 @@ from stable_baselines3.common.logger import configure
 import mapleenv
 from mapleenv.vector import action_masks
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# the tests marked backends use the default backend: the CI's second pass repeats them with
+# MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("kwargs", [{}, {"backend": "direct"}], ids=["default", "direct"])
+@pytest.mark.parametrize(
+    "kwargs",
+    [pytest.param({}, marks=pytest.mark.backends), {"backend": "direct"}],
+    ids=["default", "direct"],
+)
 def test_gymnasium_and_sb3_env_checkers_pass_without_warnings(kwargs):
     """The checkers report most findings as warnings, not errors: any from them fails."""
     env = gymnasium.make(mapleenv.ENV_ID, **kwargs)

@@ -19,8 +19,8 @@ from mapleenv.showdown.teams import Team
 from mapleenv.spec import BACKEND_ENV_VAR, EnvSpec
 from mapleenv.vector.local import make_vector_env
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# the tests marked backends use the default backend: the CI's second pass repeats them with
+# MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 TEAMS = Path(__file__).resolve().parents[2] / "teams" / "gen9ou"
 
@@ -67,6 +67,7 @@ def test_checked_resolves_the_backend_and_checks_the_format(monkeypatch):
     assert EnvSpec("gen9nonsense", server="127.0.0.1:8000").checked().is_checked
 
 
+@pytest.mark.backends
 @pytest.mark.integration  # node lists the simulator's formats
 def test_a_checked_spec_stays_checked_for_per_env_variants_only():
     spec = EnvSpec("gen9ou", team=str(TEAMS), max_turns=40).checked()

@@ -19,9 +19,6 @@ from mapleenv.opponents.policy import FrozenPolicy, PolicyOpponent
 from mapleenv.policies import load_checkpoint, policy_from_snapshot, read_snapshot
 from trainer.run.checkpoint import CheckpointError, save_checkpoint
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
-
 
 @pytest.fixture
 def checkpoint(tmp_path: Path) -> Path:

@@ -28,8 +28,8 @@ from trainer.policy import build_policy
 from trainer.run.checkpoint import rng_state, set_rng_state
 from trainer.run.train import Trainer, train
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# the tests marked backends use the default backend: the CI's second pass repeats them with
+# MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "models" / "attention_ppo_gen9random.pt"
@@ -137,7 +137,12 @@ def _cli_cases(evil: Path, good: Path, tmp: Path) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize(
-    "cli", ["evaluate", "evaluate_opponent", "play", "resume", "train_opponent_mix", "export"]
+    "cli",
+    [
+        *("evaluate", "evaluate_opponent", "play", "resume"),
+        pytest.param("train_opponent_mix", marks=pytest.mark.backends),  # checks the backend first
+        "export",
+    ],
 )
 @pytest.mark.integration
 def test_every_cli_refuses_it_in_one_line_with_exit_code_2(
@@ -181,6 +186,7 @@ def test_convert_refuses_what_is_not_a_maple_checkpoint(tmp_path: Path):
     assert not (tmp_path / "new.pt").exists()
 
 
+@pytest.mark.backends
 @pytest.mark.integration
 def test_a_converted_older_checkpoint_keeps_its_state_and_evaluates(tmp_path: Path):
     old = write_format_1(tmp_path / "old.pt")

@@ -26,8 +26,8 @@ from trainer.apps.evaluate import EvaluateConfig, run
 from trainer.config import ConfigError, to_train_config
 from trainer.run.checkpoint import load_checkpoint, save_checkpoint
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# the tests marked backends use the default backend: the CI's second pass repeats them with
+# MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 ROOT = Path(__file__).resolve().parents[3]
 TEAMS = ROOT / "teams" / "gen9ou"
@@ -184,6 +184,7 @@ def test_gen9ou_battles_with_the_shipped_teams_run_to_the_end(
         (ILLEGAL_MOVE, "Great Tusk can't learn Spore."),
     ],
 )
+@pytest.mark.backends
 @pytest.mark.integration
 def test_an_illegal_team_stops_the_start_with_the_validators_message(tmp_path, text, message):
     """In the env, the vector env (before any worker) and the trainer's config check: one
@@ -204,6 +205,7 @@ def test_an_illegal_team_stops_the_start_with_the_validators_message(tmp_path, t
     assert set(child_node_pids()) <= before
 
 
+@pytest.mark.backends
 @pytest.mark.integration  # node lists the simulator's formats
 def test_gen9ou_without_a_team_or_with_a_missing_one_names_the_key():
     with pytest.raises(ConfigError, match="'gen9ou' needs a team.*set env.team=<team file"):
@@ -218,6 +220,7 @@ def test_gen9ou_without_a_team_or_with_a_missing_one_names_the_key():
         PokemonEnv("gen9ou", backend="direct")
 
 
+@pytest.mark.backends
 @pytest.mark.integration  # node validates the teams
 def test_team_paths_resolve_against_the_start_directory(monkeypatch, tmp_path):
     """A relative env.team is relative to where the command starts (here: the repo root)
@@ -231,6 +234,7 @@ def test_team_paths_resolve_against_the_start_directory(monkeypatch, tmp_path):
         to_train_config(compose_cfg("+experiment=lstm_ppo_gen9ou"))
 
 
+@pytest.mark.backends
 @pytest.mark.integration
 @pytest.mark.timeout(700)
 def test_evaluate_takes_the_checkpoints_teams_or_the_given_ones(tmp_path, monkeypatch):

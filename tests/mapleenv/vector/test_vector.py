@@ -13,9 +13,6 @@ from gymnasium.vector import AutoresetMode
 
 from mapleenv.vector import BACKEND_ENV_VAR, default_backend, make_vector_env
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
-
 
 def _greedy(obs, rng):
     actions = []

@@ -30,9 +30,6 @@ from trainer.apps.evaluate import (
 from trainer.config import ModelConfig
 from trainer.policy import build_policy
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
-
 ROOT = Path(__file__).resolve().parents[3]
 
 

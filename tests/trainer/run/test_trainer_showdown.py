@@ -15,8 +15,8 @@ from omegaconf import OmegaConf
 from mapleenv.policies import policy_from_snapshot
 from trainer.run.checkpoint import load_checkpoint
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# the tests marked backends use the default backend: the CI's second pass repeats them with
+# MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -73,6 +73,7 @@ def test_smoke_experiment_trains(tmp_path: Path, backend: str) -> None:
     assert torch.softmax(logits, -1)[0, 3] == 1.0
 
 
+@pytest.mark.backends
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_kickstarting_from_the_heuristic_teacher(tmp_path: Path) -> None:
@@ -119,6 +120,7 @@ def test_auxiliary_opponent_action_head(tmp_path: Path) -> None:
     assert policy.cfg.aux_classes == 4 and policy.aux_head is not None
 
 
+@pytest.mark.backends
 @pytest.mark.integration
 @pytest.mark.timeout(400)
 def test_attention_policy_clones_then_trains_with_self_play(tmp_path: Path) -> None:
