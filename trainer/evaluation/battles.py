@@ -187,6 +187,7 @@ def evaluate_policy(
         plugins=list(plugins),
         search_view=search is not None,
     )
+    _check_game(policy, encoder, battle_format)  # after the spec: plugins imported
     was_training = policy.training
     policy.eval()
     spec, pool = _shared_server(spec, log_dir)
@@ -265,6 +266,27 @@ def _check_counts(**counts: int) -> None:
     for name, value in counts.items():
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def _check_game(policy: torch.nn.Module, encoder: str, battle_format: str) -> None:
+    """The encoder and the policy's action space fit the format's game (singles or
+    doubles): a one-line ``ValueError`` before any env starts, not one per worker."""
+    from poke_env.data import GenData
+
+    from mapleenv.actions import action_space_size
+    from mapleenv.encoders import check_game_type, make_encoder
+    from mapleenv.showdown import is_doubles_format
+
+    doubles = is_doubles_format(battle_format)
+    check_game_type(make_encoder(encoder), encoder, battle_format, doubles)
+    size = action_space_size(GenData.from_format(battle_format).gen, doubles=doubles)
+    n_actions = getattr(policy, "n_actions", size)
+    if n_actions != size:
+        game = "doubles" if doubles else "singles"
+        raise ValueError(
+            f"the policy has {n_actions} actions and {battle_format!r} ({game}) has {size}: "
+            "evaluate it on the game (singles, doubles) and generation it was trained on"
+        )
 
 
 def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:

@@ -28,9 +28,10 @@ from poke_env.ps_client import AccountConfiguration, ServerConfiguration
 
 from mapleenv import PokemonEnv
 from mapleenv.actions import action_space_size
-from mapleenv.policies import snapshot_encoder
+from mapleenv.policies import policy_from_snapshot, snapshot_encoder
 from trainer.__main__ import CONF_DIR
 from trainer.config import ConfigError, to_train_config
+from trainer.evaluation import evaluate_policy
 from trainer.preflight import EvaluatePreflight, PlayPreflight, TrainPreflight
 from trainer.run.checkpoint import load_checkpoint
 
@@ -204,6 +205,15 @@ def _wait_for(lines: queue.Queue[str], pattern: str, timeout: float = 180) -> re
         if match := re.search(pattern, line):
             return match
     raise AssertionError(f"no line matching {pattern!r}:\n" + "\n".join(seen[-20:]))
+
+
+def test_evaluate_policy_refuses_a_policy_of_the_other_game(doubles_run: Path) -> None:
+    """The Python API too: one line before any env worker starts."""
+    policy = policy_from_snapshot(load_checkpoint(doubles_run))
+    with pytest.raises(ValueError, match="encoder 'doubles' reads doubles battles"):
+        evaluate_policy(policy, ["random"], 1, encoder="doubles")
+    with pytest.raises(ValueError, match=r"the policy has 2209 actions and 'gen9randombattle'"):
+        evaluate_policy(policy, ["random"], 1, encoder="simple")
 
 
 def _compose(config: str, *overrides: str):
