@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mapleenv.policies import Activation, ModelKind, snapshot_mask_futile
+from mapleenv.policies import ActionHead, Activation, ModelKind, snapshot_mask_futile
 from trainer.config.schema import (
     AlgoName,
     Backend,
@@ -287,6 +287,11 @@ def _model_checks(cfg: TrainConfig) -> list[Check]:
         (m.hidden_size >= 1 and m.num_layers >= 1, "model.hidden_size and num_layers must be >= 1"),
         (all(s >= 1 for s in [*m.encoder_sizes, *m.head_sizes]), "layer sizes must be >= 1"),
         (m.aux_classes >= 0, "model.aux_classes must be >= 0 (0 = no auxiliary head)"),
+        (
+            is_choice(m.action_head, ActionHead),
+            f"model.action_head must be {choices(ActionHead)}, got {m.action_head!r}",
+        ),
+        (m.pair_rank >= 0, f"model.pair_rank must be >= 0 (0 = no pair term), got {m.pair_rank}"),
     ]
 
 

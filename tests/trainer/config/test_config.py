@@ -93,6 +93,8 @@ def test_wrong_type_fails() -> None:
         ("model.token_size=30", "token_size must be a multiple of model.attention_heads"),
         ("env.battles_per_worker=3", "battles_per_worker must be >= 1 and divide env.num_envs"),
         ("env.battles_per_worker=0", "battles_per_worker must be >= 1 and divide env.num_envs"),
+        ("model.action_head=joint", "model.action_head must be auto|flat|pair"),
+        ("model.pair_rank=-1", "model.pair_rank must be >= 0"),
     ],
 )
 @pytest.mark.integration  # node lists the simulator's formats
