@@ -72,7 +72,6 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     team = team_path(cfg.team or env_cfg.get("team"))
     opponent_team = team_path(cfg.opponent_team or env_cfg.get("opponent_team"))
     encoder = snapshot_encoder(checkpoint)
-    plugins = list(cfg.plugins)
     max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
     mask_futile = checkpoint_mask_futile(cfg.mask_futile, checkpoint)
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
@@ -111,7 +110,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
             log_dir=output_dir / "showdown",
             replay_dir=replay_dir,
             progress=progress,
-            plugins=plugins,
+            plugins=list(cfg.plugins),
             search=cfg.search if cfg.search.enabled else None,
         )
     document = results_json(

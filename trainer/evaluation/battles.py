@@ -164,13 +164,11 @@ def evaluate_policy(
 ) -> list[OpponentResult]:
     """Evaluate ``policy`` against each of ``opponents`` (see module docs).
 
-    ``progress(opponent, done, total)`` is called as battles finish. With the server
-    backend and no ``server_url``, one local server serves all opponents. ``team`` and
-    ``opponent_team`` (formats without random teams) are team files or folders, read and
-    validated once for all opponents. ``plugins``: modules imported first and in every env
-    worker (``docs/extending.md``). ``mask_futile``: the env setting (moves that surely fail
-    are masked). ``search``: a ``mapleenv.search.SearchConfig``: the policy's picks are
-    re-decided by decision-time search (docs/search.md); each result records what it did.
+    ``progress(opponent, done, total)`` is called as battles finish. With the server backend
+    and no ``server_url``, one local server serves all opponents. ``team``/``opponent_team``:
+    team files or folders, validated once. ``plugins``: modules imported first and in every env
+    worker (``docs/extending.md``). ``mask_futile``: the env setting. ``search``: a
+    ``mapleenv.search.SearchConfig`` re-deciding the policy's picks (docs/search.md).
     """
     _check_counts(battles=battles, num_envs=num_envs)
     spec = _evaluation_spec(
