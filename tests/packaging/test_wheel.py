@@ -24,8 +24,14 @@ from pathlib import Path
 
 import pytest
 
-# the first test also builds the wheel and installs it into a fresh venv
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+# the first test also builds the wheel and installs it into a fresh venv; one xdist group,
+# so that `make test`'s two workers do not each build it (the fixture is per module and worker)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+    pytest.mark.xdist_group("wheel"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "package.json", "package-lock.json")
