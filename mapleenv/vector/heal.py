@@ -28,6 +28,10 @@ from gymnasium.vector import AsyncVectorEnv
 from gymnasium.vector.async_vector_env import AsyncState, _async_worker
 from gymnasium.vector.utils import CloudpickleWrapper
 
+# The least time a replacement worker gets to start and reset: a spawned process imports
+# torch and poke-env and starts a battle, seconds on a quiet box, tens on a loaded one.
+START_ALLOWANCE_S = 120.0
+
 logger = logging.getLogger(__name__)
 
 
@@ -200,18 +204,21 @@ class HealingStep:
         env.processes[index], env.parent_pipes[index] = process, parent_pipe
 
     def _reset(self, index: int) -> dict[str, Any]:
-        """Reset the new worker's env (its observation goes to shared memory); its info."""
+        """Reset the new worker's env (its observation goes to shared memory); its info.
+        A start (spawn, imports, the env, a battle) gets at least ``START_ALLOWANCE_S``:
+        on a loaded machine it takes far longer than the step ``worker_timeout_s`` bounds."""
         env = self.env
         pipe, process = env.parent_pipes[index], env.processes[index]
         pipe.send(("reset", {}))
-        deadline = (
-            None if self.worker_timeout_s is None else time.monotonic() + self.worker_timeout_s
-        )
+        allowance = None
+        if self.worker_timeout_s is not None:
+            allowance = max(self.worker_timeout_s, START_ALLOWANCE_S)
+        deadline = None if allowance is None else time.monotonic() + allowance
         while not pipe.poll(0.5):
             if not process.is_alive():
                 raise EOFError(f"it ended while starting (exit code {process.exitcode})")
             if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"it did not reset within {self.worker_timeout_s:.0f} s")
+                raise TimeoutError(f"it did not reset within {allowance:.0f} s")
         (_, reset_info), success = pipe.recv()
         if not success:
             env._raise_if_errors([False])
