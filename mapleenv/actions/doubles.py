@@ -41,10 +41,10 @@ from poke_env.player.battle_order import (
     SingleBattleOrder,
 )
 
+from mapleenv.actions.singles import NUM_MOVE_SLOTS, NUM_SWITCHES, slot_moves
+
 logger = logging.getLogger(__name__)
 
-NUM_SWITCHES = 6
-NUM_MOVE_SLOTS = 4
 NUM_TARGETS = 5  # Showdown targets -2..2
 MOVE_BLOCK = NUM_MOVE_SLOTS * NUM_TARGETS
 FIRST_MOVE = 1 + NUM_SWITCHES
@@ -82,18 +82,9 @@ def join(first: int, second: int, gen: int) -> int:
 
 
 def move_slots(battle: DoubleBattle, pos: int) -> list[Move]:
-    """The moves behind slot ``pos``'s move sub-actions, in slot order: its active
-    Pokémon's first four known moves, or the request's own list when it offers a move
-    that is not among them (Struggle, Recharge, a Transform's copies)."""
-    available = battle.available_moves[pos]
-    active = battle.active_pokemon[pos]
-    if active is None:
-        return list(available[:NUM_MOVE_SLOTS])
-    known = list(active.moves.values())[:NUM_MOVE_SLOTS]
-    known_ids = {move.id for move in known}
-    if all(move.id in known_ids for move in available):
-        return known
-    return list(available[:NUM_MOVE_SLOTS])
+    """The moves behind slot ``pos``'s move sub-actions, in slot order (as in singles:
+    :func:`mapleenv.actions.singles.slot_moves`)."""
+    return slot_moves(battle.active_pokemon[pos], battle.available_moves[pos])
 
 
 def _sub_action(

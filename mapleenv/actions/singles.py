@@ -53,8 +53,13 @@ def action_space_size(gen: int) -> int:
 
 def move_slots(battle: Battle) -> list[Move]:
     """The moves behind actions 6-9, in slot order (fewer than four when unknown)."""
-    active = battle.active_pokemon
-    available = battle.available_moves
+    return slot_moves(battle.active_pokemon, battle.available_moves)
+
+
+def slot_moves(active: Pokemon | None, available: list[Move]) -> list[Move]:
+    """An active Pokémon's move slots: its first four known moves, or the request's own
+    list (``available``) when that offers a move not among them (Struggle, Recharge, a
+    Transform's copies). Singles and each doubles slot number their moves this way."""
     if active is None:
         return list(available[:NUM_MOVE_SLOTS])
     known = list(active.moves.values())[:NUM_MOVE_SLOTS]

@@ -23,6 +23,7 @@ from poke_env.battle.side_condition import SideCondition
 from poke_env.battle.target import Target
 
 from mapleenv.actions.doubles import NUM_MOVE_SLOTS, move_slots
+from mapleenv.encoders.simple import BLOCKS as SIMPLE_BLOCKS
 from mapleenv.encoders.simple import (
     BOOSTS,
     MAX_MOVE_SCORE,
@@ -65,14 +66,7 @@ BLOCKS: tuple[Block, ...] = (
         "6 x 3, our Pokémon in `battle.team` order (= switch sub-actions 1-6): HP fraction, "
         "active, fainted",
     ),
-    Block(
-        "opponent_team",
-        TEAM_SIZE * 4,
-        0.0,
-        1.0,
-        "6 x 4, the opponent's Pokémon in reveal order: HP fraction (unseen: 1), seen, "
-        "active, fainted",
-    ),
+    next(b for b in SIMPLE_BLOCKS if b.name == "opponent_team"),  # the same features
     Block("present", SLOTS, 0.0, 1.0, f"an active Pokémon in each slot ({_SLOTS_TEXT})"),
     Block(
         "first_turn",
