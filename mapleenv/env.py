@@ -112,7 +112,7 @@ class PokemonEnv(gymnasium.Env):
         """The encoder, reward, opponent, teacher and team pools of this env."""
         fmt, seed = spec.battle_format, spec.seed
         self.encoder = make_encoder(spec.encoder)
-        check_game_type(self.encoder, str(spec.encoder), fmt, is_doubles_format(fmt))
+        check_game_type(self.encoder, str(spec.encoder), fmt)
         self.reward_tracker = make_reward(spec.reward_fn, spec.reward)
         opponent = spec.opponent
         self.opponent = (

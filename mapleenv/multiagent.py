@@ -106,7 +106,7 @@ class ShowdownParallelEnv(ParallelEnv):
         self.encoder = make_encoder(encoder)
         doubles = is_doubles_format(battle_format)
         name = encoder if isinstance(encoder, str) else type(encoder).__name__
-        check_game_type(self.encoder, name, battle_format, doubles)
+        check_game_type(self.encoder, name, battle_format)
         self.reward_config = RewardConfig.from_value(reward)
         self._trackers = {side: RewardTracker(self.reward_config) for side in SIDES}
         self._teams = team_pool(team, battle_format)

@@ -20,6 +20,7 @@ from poke_env.battle.abstract_battle import AbstractBattle
 
 from mapleenv.encoders.doubles import DoublesEncoder
 from mapleenv.encoders.simple import SimpleEncoder
+from mapleenv.showdown.formats import game_type
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +45,13 @@ def game_types(encoder: BattleEncoder) -> tuple[str, ...]:
     return tuple(getattr(encoder, "game_types", ("singles",)))
 
 
-def check_game_type(encoder: BattleEncoder, name: str, battle_format: str, doubles: bool) -> None:
+def check_game_type(encoder: BattleEncoder, name: str, battle_format: str) -> None:
     """``ValueError`` (one line) when ``encoder`` (called ``name``) cannot read the battles
     of ``battle_format``."""
-    game = "doubles" if doubles else "singles"
+    game = game_type(battle_format)
     if game in game_types(encoder):
         return
-    hint = "encoder=doubles" if doubles else "a singles encoder (simple, rich, rich2)"
+    hint = "encoder=doubles" if game == "doubles" else "a singles encoder (simple, rich, rich2)"
     raise ValueError(
         f"encoder {name!r} reads {'/'.join(game_types(encoder))} battles and "
         f"{battle_format!r} is a {game} format: use {hint}"

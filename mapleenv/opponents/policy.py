@@ -49,15 +49,10 @@ from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 
-from mapleenv.actions import (
-    action_space_size,
-    legal_actions,
-    mask_from_legal,
-    teampreview_in_order,
-)
+from mapleenv.actions import legal_actions, mask_from_legal, teampreview_in_order
 from mapleenv.encoders import BattleEncoder, make_encoder
 from mapleenv.opponents import register_opponent, unique_username
-from mapleenv.showdown.formats import is_doubles_format
+from mapleenv.showdown.formats import game_type, is_doubles_format
 
 logger = logging.getLogger(__name__)
 
@@ -335,10 +330,10 @@ def _check_fits(name: str, snapshot: Mapping[str, Any], battle_format: str) -> N
 
 def policy_game(snapshot: Mapping[str, Any]) -> str:
     """``"singles"`` or ``"doubles"``: the battles a snapshot's policy was trained on, read
-    from its encoder (its ``game_types``), else from its action count (2,209 in gen 9
-    doubles: far more than any singles space)."""
+    from its encoder (its ``game_types``), else from its action count (a doubles joint
+    space ``S * S``, 2,209 in gen 9: :func:`mapleenv.policies.doubles_slots`)."""
     from mapleenv.encoders import game_types
-    from mapleenv.policies import snapshot_encoder
+    from mapleenv.policies import doubles_slots, snapshot_encoder
 
     try:
         games = game_types(make_encoder(snapshot_encoder(snapshot)))
@@ -347,14 +342,14 @@ def policy_game(snapshot: Mapping[str, Any]) -> str:
     if len(games) == 1:
         return games[0]
     n_actions = int((snapshot.get("policy") or {}).get("n_actions", 0))
-    return "doubles" if n_actions > max(map(action_space_size, range(1, 10))) else "singles"
+    return "doubles" if doubles_slots(n_actions) else "singles"
 
 
 def check_policy_game(snapshot: Mapping[str, Any], battle_format: str, source: str) -> None:
     """A one-line ``ValueError`` when ``snapshot``'s policy (from ``source``) was trained on
     singles and ``battle_format`` is doubles, or the reverse: its observation and action
     sizes cannot fit the other game's."""
-    game = "doubles" if is_doubles_format(battle_format) else "singles"
+    game = game_type(battle_format)
     trained = policy_game(snapshot)
     if trained == game:
         return

@@ -2,7 +2,7 @@
 process supervisor, and managed servers (:class:`ShowdownServer`, :class:`ServerPool`)."""
 
 from mapleenv.showdown.config import DEFAULT_CONFIG, prepare_server_dir, render_config
-from mapleenv.showdown.formats import check_format, is_doubles_format
+from mapleenv.showdown.formats import check_format, game_type, is_doubles_format
 from mapleenv.showdown.package import (
     HOST,
     SETUP_HINT,
@@ -32,6 +32,7 @@ __all__ = [
     "ShowdownNotInstalledError",
     "ShowdownServer",
     "check_format",
+    "game_type",
     "is_doubles_format",
     "external_server",
     "find_node",

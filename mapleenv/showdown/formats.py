@@ -31,6 +31,12 @@ def is_doubles_format(battle_format: str) -> bool:
     return "vgc" in name or "double" in name or "metronome" in name
 
 
+def game_type(battle_format: str) -> str:
+    """``"doubles"`` or ``"singles"``: the game of a format Maple plays
+    (:func:`is_doubles_format`)."""
+    return "doubles" if is_doubles_format(battle_format) else "singles"
+
+
 @functools.cache
 def known_formats() -> dict[str, tuple[bool, str]]:
     """Every format id of the pinned ``pokemon-showdown`` package -> whether it needs teams

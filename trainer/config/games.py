@@ -22,11 +22,6 @@ from mapleenv.showdown import is_doubles_format
 MODEL_GAMES = {"attention": "singles"}  # policy kinds that read one game's encoders only
 
 
-def game(battle_format: str) -> str:
-    """``"doubles"`` or ``"singles"``: the game of a format (poke-env's name rule)."""
-    return "doubles" if is_doubles_format(battle_format) else "singles"
-
-
 def train_game_problems(env: Any, model_kind: str) -> list[str]:
     """The problems of a training config's Showdown ``env`` (a ``ShowdownEnvConfig``) and
     ``model.kind`` with its format's game, as one-line messages (empty: none)."""
@@ -37,7 +32,7 @@ def train_game_problems(env: Any, model_kind: str) -> list[str]:
     doubles = is_doubles_format(fmt)
     problems = []
     try:
-        check_game_type(make_encoder(env.encoder), str(env.encoder), fmt, doubles)
+        check_game_type(make_encoder(env.encoder), str(env.encoder), fmt)
     except ValueError as exc:
         problems.append(f"env.encoder: {exc}")
     if doubles and MODEL_GAMES.get(str(model_kind)) == "singles":

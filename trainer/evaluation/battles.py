@@ -273,14 +273,13 @@ def _check_game(policy: torch.nn.Module, encoder: str, battle_format: str) -> No
 
     from mapleenv.actions import action_space_size
     from mapleenv.encoders import check_game_type, make_encoder
-    from mapleenv.showdown import is_doubles_format
+    from mapleenv.showdown import game_type
 
-    doubles = is_doubles_format(battle_format)
-    check_game_type(make_encoder(encoder), encoder, battle_format, doubles)
-    size = action_space_size(GenData.from_format(battle_format).gen, doubles=doubles)
+    game = game_type(battle_format)
+    check_game_type(make_encoder(encoder), encoder, battle_format)
+    size = action_space_size(GenData.from_format(battle_format).gen, doubles=game == "doubles")
     n_actions = getattr(policy, "n_actions", size)
     if n_actions != size:
-        game = "doubles" if doubles else "singles"
         raise ValueError(
             f"the policy has {n_actions} actions and {battle_format!r} ({game}) has {size}: "
             "evaluate it on the game (singles, doubles) and generation it was trained on"
