@@ -164,3 +164,25 @@ def process_role(process: psutil.Process, trainer_pid: int) -> str | None:
     if "spawn_main" in joined and "resource_tracker" not in joined:
         return "env_worker"
     return None
+
+
+def cuda_libraries(pid: int) -> list[str]:
+    """The CUDA driver libraries (``libcuda``, ``libnvidia-ml``) process ``pid`` mapped: a
+    report, not proof of GPU use (a CUDA build of torch maps ``libcuda`` at import)."""
+    try:
+        lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    except OSError:
+        return []
+    names = {Path(line.split()[-1]).name for line in lines if "/" in line}
+    return sorted(n for n in names if n.startswith(("libcuda.so", "libnvidia-ml")))
+
+
+def gpu_context_pids() -> list[int] | None:
+    """The processes holding a context on a GPU as the driver lists them (``nvidia-smi``);
+    None where there is no nvidia-smi. The authority on whether a process touched the GPU."""
+    cmd = ["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sorted(int(x) for x in out.split() if x.isdigit())

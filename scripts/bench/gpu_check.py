@@ -20,8 +20,10 @@ Parts (``--parts``, default all three, in this order):
 * ``sim`` (when Node and the simulator are installed; else one line saying why not): the
   recipe on the direct backend at each ``--envs`` count for ``--sim-seconds``: train SPS,
   env-only SPS (random legal actions), CPU ms per env step by process role, GPU memory,
-  RSS per env worker and simulator host, and ``cuda_in_workers``: the env workers that
-  mapped a CUDA driver library (must be empty). Hydra overrides after ``--`` apply here.
+  RSS per env worker and simulator host, ``cuda_in_workers``: the env workers holding a
+  context on the GPU as ``nvidia-smi`` lists them (must be empty), and the CUDA driver
+  libraries the workers mapped (a report: torch's CUDA build can load one without a GPU).
+  Hydra overrides after ``--`` apply here.
 
 Exit status 0 when every part passed (``"ok": true``), 1 otherwise.
 """
@@ -32,6 +34,7 @@ import argparse
 import contextlib
 import copy
 import dataclasses
+import functools
 import os
 import shutil
 import statistics
@@ -39,19 +42,19 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psutil
 import torch
-from bench_train import cpu_ms_per_step, env_only_sps
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from mapleenv.actions import action_space_size
 from mapleenv.encoders import make_encoder, observation_box
-from mapleenv.measure import machine_info, process_cpu, process_role
+from mapleenv.measure import machine_info
 from mapleenv.policies import build_policy, load_checkpoint
 from trainer.algos.buffer import ChunkBatch
 from trainer.algos.ppo import evaluate_chunks, ppo_losses, ppo_update
@@ -61,6 +64,7 @@ from trainer.run.train import Trainer
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
+from gpu_sim import part_sim  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PARTS = ("learner", "checkpoints", "sim")
@@ -76,6 +80,18 @@ def make_trainer(overrides: list[str], run_dir: Path, resume: Path | None = None
     cfg = config(overrides)
     raw = OmegaConf.to_container(cfg, resolve=True)
     return Trainer(to_train_config(cfg), run_dir, raw, resume_from=resume)
+
+
+@contextlib.contextmanager
+def exact_float32() -> Iterator[None]:
+    """TF32 off inside (matmuls and cuDNN, the LSTM's too): CPU/device comparisons of float32
+    mean float32; what training uses is restored after."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def synchronize(device: torch.device) -> None:
@@ -189,10 +205,9 @@ def update_check(args: argparse.Namespace, device: torch.device) -> dict:
     dev_policy = copy.deepcopy(cpu_policy).to(device)
     batch = synthetic_batch(obs_dim, n_actions, cpu_policy, args.update_steps, algo.bptt)
     dev_batch = to_device(batch, device)
-    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    ref = outputs(cpu_policy, batch, algo)
-    diff = max_rel_diff(ref, outputs(dev_policy, dev_batch, algo))
+    with exact_float32():
+        ref = outputs(cpu_policy, batch, algo)
+        diff = max_rel_diff(ref, outputs(dev_policy, dev_batch, algo))
     result: dict[str, Any] = {
         "model": cfg.model.kind,
         "steps": batch.num_chunks * algo.bptt,
@@ -213,14 +228,14 @@ def update_check(args: argparse.Namespace, device: torch.device) -> dict:
     for policy, b in ((cpu_policy, batch), (dev_policy, dev_batch)):
         optimizer = torch.optim.Adam(policy.parameters(), lr=algo.lr)
         generator = torch.Generator().manual_seed(0)
-        ppo_update(policy, optimizer, b, one, terms=KICKSTART, generator=generator)
+        with exact_float32():
+            ppo_update(policy, optimizer, b, one, terms=KICKSTART, generator=generator)
         grads.append(
             torch.cat([p.grad.flatten().cpu() for p in policy.parameters() if p.grad is not None])
         )
     scale = max(1e-8, float(grads[0].abs().max()))
     result["grad_max_rel_diff"] = float((grads[0] - grads[1]).abs().max()) / scale
     result["grads_equal"] = result["grad_max_rel_diff"] <= args.tolerance * 10
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32  # as trained
     torch.set_num_threads(max(1, min(16, os.cpu_count() or 1)))
     cpu_s = timed_updates(cpu_policy, batch, algo, args.repeats, False)
     dev_s = timed_updates(dev_policy, dev_batch, algo, args.repeats, algo.bf16)
@@ -252,123 +267,24 @@ def part_checkpoints(args: argparse.Namespace, device: torch.device, tmp: Path) 
     obs = torch.rand(1, 4, spec["obs_dim"], generator=torch.Generator().manual_seed(1))
     mask = torch.ones(1, 4, spec["n_actions"], dtype=torch.bool)
     start = torch.ones(1, 4)
-    with torch.no_grad():
+    with torch.no_grad(), exact_float32():
         a = on_cpu(obs, mask, on_cpu.initial_state(4), start)[:2]
-        b = on_dev(obs.to(device), mask.to(device), on_dev.initial_state(4), start.to(device))
-    diff = max(float((x - y.cpu()).abs().max()) for x, y in zip(a, b[:2], strict=True))
+        b = on_dev(
+            obs.to(device), mask.to(device), on_dev.initial_state(4, device), start.to(device)
+        )
+    on_cpu_out = {"logits": a[0], "values": a[1]}
+    diff = max(max_rel_diff(on_cpu_out, {"logits": b[0].cpu(), "values": b[1].cpu()}).values())
     device_run_dir = Path(args.device_checkpoint).parent.parent
     to_cpu, _ = gym_run("cpu", args, device_run_dir, resume=Path(args.device_checkpoint))
     _, cpu_path = gym_run("cpu", args, tmp / "gym_cpu")
     to_dev, _ = gym_run(str(device), args, tmp / "gym_cpu", resume=cpu_path)
     ok = diff <= args.tolerance and to_cpu["finite_losses"] and to_dev["finite_losses"]
     return {
-        "device_to_cpu_output_max_diff": diff,
+        "device_to_cpu_output_max_rel_diff": diff,
         "device_to_cpu_resumed": to_cpu,
         "cpu_to_device_resumed": to_dev,
         "ok": ok and to_cpu["device"] == "cpu" and to_dev["device"] == str(device),
     }
-
-
-# -- part sim
-
-
-def simulator_missing() -> str | None:
-    from mapleenv.showdown import find_node, find_showdown
-
-    try:
-        find_node()
-        find_showdown()
-    except Exception as exc:  # NodeNotFoundError, ShowdownNotInstalledError
-        return f"{type(exc).__name__}: {exc}"
-    return None
-
-
-def maps_cuda(pid: int) -> bool:
-    """Whether process ``pid`` mapped a CUDA driver library (it initialised CUDA)."""
-    try:
-        maps = Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return False
-    return "libcuda.so" in maps or "libnvidia-ml" in maps
-
-
-def processes_by_role() -> dict[str, list[psutil.Process]]:
-    roles: dict[str, list[psutil.Process]] = {}
-    for child in psutil.Process().children(recursive=True):
-        role = process_role(child, os.getpid())
-        if role is not None:
-            roles.setdefault(role, []).append(child)
-    return roles
-
-
-def rss_mib(processes: list[psutil.Process]) -> list[float]:
-    out = []
-    for p in processes:
-        with contextlib.suppress(psutil.Error):
-            out.append(round(p.memory_info().rss / 2**20, 1))
-    return out
-
-
-def sim_rounds(trainer: Trainer, seconds: float) -> list[dict]:
-    """Env-only and training slices alternated until ``seconds`` passed (one at least)."""
-    rng = np.random.default_rng(0)
-    rounds, begin = [], time.monotonic()
-    vector_steps = trainer.cfg.algo.rollout_steps
-    steps = vector_steps * trainer.envs.num_envs
-    while not rounds or time.monotonic() - begin < seconds:
-        cpu0 = process_cpu()
-        env_sps = env_only_sps(trainer, vector_steps, rng)
-        env_cpu = cpu_ms_per_step(cpu0, steps)
-        cpu0 = process_cpu()
-        row = trainer.train_iteration()
-        train_cpu = cpu_ms_per_step(cpu0, steps)
-        keys = ("env_only_sps", "train_sps", "update_s", "env_only_cpu_ms_per_step")
-        values = (env_sps, row["sps"], row["update_s"], env_cpu)
-        rounds.append({**dict(zip(keys, values, strict=True)), "train_cpu_ms_per_step": train_cpu})
-    return rounds
-
-
-def sim_one(args: argparse.Namespace, device: torch.device, n: int, tmp: Path) -> dict:
-    overrides = [f"+experiment={args.experiment}", f"device={device}", f"env.num_envs={n}"]
-    if args.quick:
-        overrides += ["algo.rollout_steps=16", "algo.epochs=1"]
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    trainer = make_trainer([*overrides, *args.overrides], tmp / f"sim{n}")
-    try:
-        trainer.train_iteration()  # warm-up: hosts, workers, allocator
-        rounds = sim_rounds(trainer, args.sim_seconds)
-        roles = processes_by_role()
-        workers = roles.get("env_worker", [])
-        result = {"num_envs": n, "overrides": overrides[3:] + args.overrides, "rounds": len(rounds)}
-        for key in ("train_sps", "env_only_sps", "update_s"):
-            result[f"{key}_median"] = round(statistics.median(r[key] for r in rounds), 3)
-        for key in ("env_only_cpu_ms_per_step", "train_cpu_ms_per_step"):
-            result[key] = {
-                role: round(statistics.median(r[key][role] for r in rounds), 3)
-                for role in rounds[0][key]
-            }
-        result |= {
-            "env_workers": len(workers),
-            "rss_mib_env_workers": rss_mib(workers),
-            "rss_mib_sim_hosts": rss_mib(roles.get("sim_host", [])),
-            "cuda_in_workers": [p.pid for p in workers if maps_cuda(p.pid)],
-        }
-        if device.type == "cuda":
-            result["gpu_max_allocated_mib"] = round(torch.cuda.max_memory_allocated() / 2**20)
-            result["gpu_max_reserved_mib"] = round(torch.cuda.max_memory_reserved() / 2**20)
-            result["main_maps_cuda"] = maps_cuda(os.getpid())
-        return result
-    finally:
-        trainer.close()
-
-
-def part_sim(args: argparse.Namespace, device: torch.device, tmp: Path) -> dict:
-    missing = simulator_missing()
-    if missing is not None:
-        return {"skipped": f"no simulator: {missing}", "ok": True}
-    runs = [sim_one(args, device, n, tmp) for n in args.envs]
-    return {"runs": runs, "ok": all(not r["cuda_in_workers"] for r in runs)}
 
 
 # -- main
@@ -427,7 +343,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print_json({"part": "machine", **machine(device)})
     tmp = Path(tempfile.mkdtemp(prefix="maple_gpu_check_"))
-    functions = {"learner": part_learner, "checkpoints": part_checkpoints, "sim": part_sim}
+    functions = {
+        "learner": part_learner,
+        "checkpoints": part_checkpoints,
+        "sim": functools.partial(part_sim, make_trainer=make_trainer),
+    }
     ok = True
     try:
         for part in args.parts:
