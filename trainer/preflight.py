@@ -107,6 +107,7 @@ class EvaluatePreflight(Callback):
         from mapleenv.paths import check_writable
         from mapleenv.plugins import import_plugins
         from mapleenv.policies import read_snapshot
+        from trainer.config import checkpoint_battle_format
 
         try:
             cfg = OmegaConf.to_object(_task_config(config))
@@ -115,8 +116,7 @@ class EvaluatePreflight(Callback):
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
             checkpoint = read_snapshot(cfg.checkpoint)  # the full check: loader, spec, encoder
-            env = _checkpoint_env(checkpoint)
-            battle_format = cfg.battle_format or env.get("battle_format") or "gen9randombattle"
+            battle_format = checkpoint_battle_format(cfg.battle_format, checkpoint)
             for name in cfg.opponents:
                 check_policy_files(name, battle_format)
             _check_game(cfg, checkpoint, battle_format)

@@ -24,7 +24,13 @@ from mapleenv.policies import (
     snapshot_plugins,
 )
 from trainer.apps.hydra_app import run_app
-from trainer.config import EvaluateConfig, PeriodicEvalConfig, checkpoint_mask_futile, team_path
+from trainer.config import (
+    EvaluateConfig,
+    PeriodicEvalConfig,
+    checkpoint_battle_format,
+    checkpoint_mask_futile,
+    team_path,
+)
 from trainer.evaluation import (
     OpponentResult,
     PeriodicEvaluator,
@@ -66,7 +72,7 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     checked_snapshot(checkpoint, str(cfg.checkpoint))  # its encoder must be registered here
     policy = policy_from_snapshot(checkpoint).to(device)
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
-    battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
+    battle_format = checkpoint_battle_format(cfg.battle_format, checkpoint)
     # teams given here are relative to where the command started; the checkpoint's (as
     # its run was configured, e.g. teams/gen9ou) to the current directory
     team = team_path(cfg.team or env_cfg.get("team"))

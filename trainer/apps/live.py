@@ -16,7 +16,7 @@ from typing import Any
 
 from mapleenv.paths import printable, read_small_file
 from trainer.apps.guard import OWN_LINE, RefusalWatch
-from trainer.config import PlayConfig, checkpoint_mask_futile, team_path
+from trainer.config import PlayConfig, checkpoint_battle_format, checkpoint_mask_futile, team_path
 
 log = logging.getLogger("trainer.play")
 
@@ -128,7 +128,7 @@ def battle_setup(cfg: PlayConfig, checkpoint: dict[str, Any]) -> tuple[str, Any]
     from mapleenv.showdown import ShowdownError, check_format, team_pool
 
     env_cfg = (checkpoint.get("config") or {}).get("env") or {}
-    battle_format = cfg.battle_format or env_cfg.get("battle_format") or "gen9randombattle"
+    battle_format = checkpoint_battle_format(cfg.battle_format, checkpoint)
     source = team_path(cfg.team or env_cfg.get("team"))
     try:
         check_format(battle_format, has_team=True)  # known to the pinned simulator?

@@ -2,7 +2,13 @@
 (:mod:`~trainer.config.checks`); importing the package registers the schemas."""
 
 from mapleenv.policies import Activation, ModelConfig, ModelKind
-from trainer.config.checks import ConfigError, checkpoint_mask_futile, team_path, to_train_config
+from trainer.config.checks import (
+    ConfigError,
+    checkpoint_battle_format,
+    checkpoint_mask_futile,
+    team_path,
+    to_train_config,
+)
 from trainer.config.schema import (
     DEFAULT_OPPONENTS,
     AlgoConfig,
@@ -49,6 +55,7 @@ __all__ = [
     "ShowdownEnvConfig",
     "ShowdownVectorization",
     "TrainConfig",
+    "checkpoint_battle_format",
     "checkpoint_mask_futile",
     "choices",
     "env_spec",

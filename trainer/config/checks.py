@@ -210,6 +210,13 @@ def checkpoint_mask_futile(value: bool | None, checkpoint: Mapping[str, Any]) ->
     return snapshot_mask_futile(checkpoint)
 
 
+def checkpoint_battle_format(value: str | None, checkpoint: Mapping[str, Any]) -> str:
+    """``battle_format=`` of evaluate and play: as given, else the format the checkpoint's
+    run trained on (``gen9randombattle`` for a checkpoint that names none)."""
+    env = (checkpoint.get("config") or {}).get("env") or {}
+    return value or env.get("battle_format") or "gen9randombattle"
+
+
 Check = tuple[bool, str]
 
 
