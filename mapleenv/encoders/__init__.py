@@ -51,7 +51,11 @@ def check_game_type(encoder: BattleEncoder, name: str, battle_format: str) -> No
     game = game_type(battle_format)
     if game in game_types(encoder):
         return
-    hint = "encoder=doubles" if game == "doubles" else "a singles encoder (simple, rich, rich2)"
+    hint = (
+        "encoder=doubles or doubles2"
+        if game == "doubles"
+        else "a singles encoder (simple, rich, rich2)"
+    )
     raise ValueError(
         f"encoder {name!r} reads {'/'.join(game_types(encoder))} battles and "
         f"{battle_format!r} is a {game} format: use {hint}"

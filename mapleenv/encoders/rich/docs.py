@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from mapleenv.encoders import doubles, simple
-from mapleenv.encoders.rich import layout, vocab
+from mapleenv.encoders.rich import doubles2, layout, vocab
 
 DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
 
@@ -24,9 +24,10 @@ An encoder turns a battle, seen from our side, into one float32 vector whose eve
 feature lies inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN or
 inf. `env.encoder=<name>` picks one: for singles `simple` (the default), `rich` or `rich2`
 (`rich` plus futile-move and random-battle-set features; `model=attention` needs one of
-the two); for doubles `doubles`; `docs/extending.md` adds your own. This page is generated
-from `mapleenv/encoders/simple.py`, `mapleenv/encoders/doubles.py` and
-`mapleenv/encoders/rich/layout.py`
+the two); for doubles `doubles` or `doubles2` (`doubles` plus stats, speed, damage
+estimates and matchups); `docs/extending.md` adds your own. This page is generated
+from `mapleenv/encoders/simple.py`, `mapleenv/encoders/doubles.py`,
+`mapleenv/encoders/rich/doubles2.py` and `mapleenv/encoders/rich/layout.py`
 (`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
 
 ## `simple`: {simple_size} hand-made features (the default)
@@ -52,6 +53,20 @@ numbering (`mapleenv/actions/doubles.py`): our slot *s*, move *k* is sub-action 
 | block | size | offset | range | content |
 |---|---|---|---|---|
 {doubles_rows}| **total** | **{doubles_size}** | | | |
+
+## `doubles2`: {doubles2_size} features (double battles)
+
+`mapleenv.encoders.rich.doubles2.Doubles2Encoder`: the `doubles` features above, unchanged,
+then what a damage-reading player decides with: each active's level and stats (ours exact,
+the foe's estimated with random-battle EVs/IVs), who moves first between each of our
+actives and each foe, each move's expected share of each foe's HP (the damage formula's
+middle roll with STAB, type, spread, burn and boosts; no abilities, items, weather, screens
+or crits), its category, STAB and accuracy, how each of our six matches up against the two
+foes, Terastallization and the turn. Doubles only.
+
+| block | size | offset | range | content |
+|---|---|---|---|---|
+{doubles2_rows}| **total** | **{doubles2_size}** | | | |
 
 ## `rich`: {size} features
 
@@ -328,6 +343,8 @@ def render() -> str:
             simple_rows=_simple_rows(),
             doubles_size=doubles.DoublesEncoder().size,
             doubles_rows=_simple_rows(doubles.BLOCKS),
+            doubles2_size=doubles2.Doubles2Encoder().size,
+            doubles2_rows=_simple_rows(doubles2.BLOCKS),
         )
     ]
     for block in layout.LAYOUT:
