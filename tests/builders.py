@@ -1,8 +1,10 @@
-"""Builders the tests share: a tiny checkpoint file, battles from protocol lines."""
+"""Builders the tests share: a tiny checkpoint file, battles from protocol lines, a CLI run."""
 
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -13,6 +15,24 @@ from mapleenv.encoders import make_encoder
 from mapleenv.encoders.rich import dex
 from mapleenv.policies import ModelConfig, build_policy, policy_spec
 from trainer.run.checkpoint import save_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_module(
+    module: str, *args: str, timeout: float = 280, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``python -m <module> <args>`` with this interpreter from the repository root; output
+    captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
 
 # A gen9ou team member for futile-move tests: Snorlax at full HP and awake, so Rest and Sleep
 # Talk surely fail on its first turn; its action indices (moves 6-9, terastallizing 16 + move)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import builders
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
@@ -37,14 +37,7 @@ def run_module(module: str, *args: str, timeout: float = 280) -> subprocess.Comp
     """``python -m <module> <args>`` from the repo root with examples/ on PYTHONPATH."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXAMPLES), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return builders.run_module(module, *args, timeout=timeout, env=env)
 
 
 @pytest.mark.backends

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import run_module
 from hydra import compose, initialize_config_dir
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration, ServerConfiguration
@@ -40,13 +41,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[3]
 SINGLES = ROOT / "models" / "attention_ppo_gen9random.pt"
 DOUBLES = "env.battle_format=gen9randomdoublesbattle"
-
-
-def run_module(module: str, *args: str) -> subprocess.CompletedProcess:
-    """``python -m <module> <args>`` from the repo root; output captured as text."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True
-    )
 
 
 @pytest.fixture(scope="module")

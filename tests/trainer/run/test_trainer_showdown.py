@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from builders import run_module
 from omegaconf import OmegaConf
 
 from mapleenv.policies import policy_from_snapshot
@@ -19,17 +18,6 @@ from trainer.run.checkpoint import load_checkpoint
 # MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def run_module(module: str, *args: str, timeout: float = 280) -> subprocess.CompletedProcess:
-    """``python -m <module> <args>`` from the repo root; output captured as text."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def metrics_rows(run_dir: Path) -> list[dict[str, str]]:

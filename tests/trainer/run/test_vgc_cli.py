@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from builders import run_module
 
 from trainer.run.checkpoint import load_checkpoint
 
@@ -19,12 +18,6 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 TEAMS = ROOT / "teams" / "gen9vgc2025regi"
-
-
-def run_module(module: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True
-    )
 
 
 @pytest.mark.timeout(300)
