@@ -144,14 +144,16 @@ def test_doubles_checkpoint_evaluates_with_play_quality(doubles_run: Path, tmp_p
 
 
 @pytest.mark.timeout(300)
-def test_doubles_checkpoint_plays_live(doubles_run: Path, tmp_path: Path) -> None:
-    """``trainer.play mode=accept`` in gen9randomdoublesbattle (the checkpoint's format):
-    a poke-env RandomPlayer challenges it; the battle ends, both sides agree on it."""
-    name = f"mapled{os.getpid()}"[:18]
+@pytest.mark.parametrize("mode", ["accept", "ladder"])
+def test_doubles_checkpoint_plays_live(doubles_run: Path, tmp_path: Path, mode: str) -> None:
+    """``trainer.play`` in gen9randomdoublesbattle (the checkpoint's format) on its local
+    server: a poke-env RandomPlayer challenges it (``mode=accept``) or meets it on the
+    ladder (``mode=ladder``); the battle ends, both sides agree on it."""
+    name = f"mapled{mode[0]}{os.getpid()}"[:18]
     lines: queue.Queue[str] = queue.Queue()
     agent = subprocess.Popen(
         [sys.executable, "-m", "trainer.play", f"checkpoint={doubles_run}", "server=local"]
-        + ["mode=accept", "battles=1", f"username={name}", f"hydra.run.dir={tmp_path}"],
+        + [f"mode={mode}", "battles=1", f"username={name}", f"hydra.run.dir={tmp_path}"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -172,7 +174,11 @@ def test_doubles_checkpoint_plays_live(doubles_run: Path, tmp_path: Path) -> Non
             battle_format="gen9randomdoublesbattle",
             log_level=logging.ERROR,
         )
-        asyncio.run(asyncio.wait_for(challenger.send_challenges(name.lower(), 1), timeout=200))
+        if mode == "accept":
+            play = challenger.send_challenges(name.lower(), 1)
+        else:
+            play = challenger.ladder(1)
+        asyncio.run(asyncio.wait_for(play, timeout=200))
         assert agent.wait(timeout=60) == 0
     finally:
         if agent.poll() is None:
