@@ -223,12 +223,23 @@ def _matchups(battle: DoubleBattle, foes: list[Pokemon | None], out: list[float]
         j = i + 4 * k
         if mon.fainted:
             continue
-        damaging = [m for m in mon.moves.values() if m.category != MoveCategory.STATUS]
         for f, foe in enumerate(foes):
-            if foe is None:
-                continue
-            if damaging:
-                out[j + f] = max(_multiplier(m, foe) for m in damaging) / 4.0
-            worst = max(mon.damage_multiplier(t) for t in foe.types)
-            out[j + 2 + f] = min(worst, 4.0) / 4.0
+            if foe is not None:
+                out[j + f], out[j + 2 + f] = _matchup(mon, foe)
     return i + 4 * TEAM_SIZE
+
+
+_MATCHUPS: dict[tuple, tuple[float, float]] = {}
+
+
+def _matchup(mon: Pokemon, foe: Pokemon) -> tuple[float, float]:
+    """(best multiplier of ``mon``'s damaging moves on ``foe``, worst of ``foe``'s types on
+    ``mon``), each / 4; memoized on the moves and both sides' types (like ``_multiplier``)."""
+    key = (tuple(mon.moves), tuple(mon.types), tuple(foe.types), mon.gen)
+    found = _MATCHUPS.get(key)
+    if found is None:
+        damaging = [m for m in mon.moves.values() if m.category != MoveCategory.STATUS]
+        best = max((_multiplier(m, foe) for m in damaging), default=0.0)
+        worst = max(mon.damage_multiplier(t) for t in foe.types)
+        found = _MATCHUPS[key] = (best / 4.0, min(worst, 4.0) / 4.0)
+    return found
