@@ -64,7 +64,7 @@ from trainer.run.train import Trainer
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
-from gpu_sim import part_sim  # noqa: E402
+from _gpu_sim import part_sim  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PARTS = ("learner", "checkpoints", "sim")

@@ -1,6 +1,7 @@
-"""The GPU check's ``sim`` part (scripts/bench/gpu_check.py): the recipe on the direct backend
-at each ``--envs`` count, training and env-only slices alternated, with CPU per env step by
-process role, memory per process and which processes hold a context on the GPU."""
+"""The GPU check's ``sim`` part, a helper of scripts/bench/gpu_check.py (not a script): the
+recipe on the direct backend at each ``--envs`` count, training and env-only slices
+alternated, with CPU per env step by process role, memory per process and which processes
+hold a context on the GPU."""
 
 from __future__ import annotations
 
