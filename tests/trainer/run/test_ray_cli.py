@@ -56,17 +56,20 @@ def _node_processes_under(directory: Path) -> list[int]:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("backend", ["direct", "server"])
-def test_cli_smoke_experiment_on_two_ray_shards(tmp_path, backend):
+@pytest.mark.parametrize(
+    ("experiment", "backend"),
+    [("smoke", "direct"), ("smoke", "server"), ("doubles_smoke", "direct")],
+)
+def test_cli_smoke_experiment_on_two_ray_shards(tmp_path, experiment, backend):
     """The documented override end to end, in a fresh process with its own local Ray:
     each shard starts its own simulator host or Showdown server (in its own log dir) and
-    stops it."""
+    stops it; double battles (joint actions, the doubles encoder) shard the same way."""
     env = {**os.environ, "RAY_ADDRESS": "", "MAPLE_TEST_TAG": str(tmp_path)}
     cmd = [
         sys.executable,
         "-m",
         "trainer",
-        "+experiment=smoke",
+        f"+experiment={experiment}",
         "env.num_envs=2",
         "env.vectorization=ray",
         "env.ray.shards=2",
@@ -81,7 +84,10 @@ def test_cli_smoke_experiment_on_two_ray_shards(tmp_path, backend):
     columns, rows = _columns(tmp_path)
     assert {"global_step", "sps", "episode_return", "win_rate"} <= set(columns)
     assert rows == 2  # 64 steps / (16 steps x 2 envs)
-    assert load_checkpoint(tmp_path / CHECKPOINT_DIR / LAST)["global_step"] == 64
+    checkpoint = load_checkpoint(tmp_path / CHECKPOINT_DIR / LAST)
+    assert checkpoint["global_step"] == 64
+    if experiment == "doubles_smoke":  # the joint action space of two slots (47 x 47)
+        assert checkpoint["policy"]["n_actions"] == 47 * 47
     assert "RayVectorEnv: 2 envs in 2 shards" in proc.stdout + proc.stderr
     assert f"{backend} backend" in proc.stdout + proc.stderr
     if backend == "server":
