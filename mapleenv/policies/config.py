@@ -42,7 +42,7 @@ class ModelConfig:
     head_sizes: list[int] = field(default_factory=list)
     shared_trunk: bool = True
     activation: str = "tanh"  # Activation
-    # attention (needs env.encoder=rich): token width, transformer layers and heads
+    # attention (needs env.encoder rich/rich2, or doubles3 on doubles): token width, layers, heads
     token_size: int = 128
     attention_layers: int = 2
     attention_heads: int = 4

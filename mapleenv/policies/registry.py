@@ -14,13 +14,24 @@ from omegaconf import DictConfig, OmegaConf
 from mapleenv.policies.actor_critic import ActorCritic
 from mapleenv.policies.attention import AttentionActorCritic
 from mapleenv.policies.config import ModelConfig, ModelKind
+from mapleenv.policies.doubles_attention import DoublesAttentionActorCritic
+from mapleenv.policies.pair_head import doubles_slots
 
 PolicyBuilder = Callable[[int, int, ModelConfig], torch.nn.Module]
+
+
+def attention_policy(obs_dim: int, n_actions: int, cfg: ModelConfig) -> torch.nn.Module:
+    """``model.kind=attention``: the doubles policy with per-slot heads on a doubles joint
+    action space, the singles one otherwise."""
+    if doubles_slots(n_actions):
+        return DoublesAttentionActorCritic(obs_dim, n_actions, cfg)
+    return AttentionActorCritic(obs_dim, n_actions, cfg)
+
 
 POLICIES: dict[str, PolicyBuilder] = {
     ModelKind.lstm: ActorCritic,
     ModelKind.mlp: ActorCritic,
-    ModelKind.attention: AttentionActorCritic,
+    ModelKind.attention: attention_policy,
 }
 
 

@@ -288,6 +288,10 @@ def _model_checks(cfg: TrainConfig) -> list[Check]:
         ),
         (is_choice(m.kind, ModelKind), f"model.kind must be {choices(ModelKind)}, got {m.kind!r}"),
         (
+            m.kind != ModelKind.attention or m.shared_trunk,
+            "model.kind=attention has one trunk: set model.shared_trunk=true",
+        ),
+        (
             is_choice(m.activation, Activation),
             f"model.activation must be {choices(Activation)}, got {m.activation!r}",
         ),

@@ -6,7 +6,8 @@ Asking for one of them on a doubles format (or a doubles part on singles) is one
 exit code 2 before anything starts, not a crash in an env worker mid-run (issue 32):
 
 * the encoder must read the format's game (``env.encoder=doubles`` on doubles);
-* ``model=attention`` reads the rich encoders' singles tokens: not on doubles yet;
+* ``model=attention`` reads entity tokens: the rich encoders' on singles, ``doubles3``'s on
+  doubles;
 * ``env.mask_futile`` and decision-time search (``search.enabled``) read singles battles;
 * the ``calc`` opponent plays singles only; a ``policy:`` checkpoint or a resumed, evaluated
   or played checkpoint must have been trained on the same game.
@@ -19,7 +20,8 @@ from typing import Any
 
 from mapleenv.showdown import is_doubles_format
 
-MODEL_GAMES = {"attention": "singles"}  # policy kinds that read one game's encoders only
+# policy kinds that read given encoders on doubles (on singles their builders check the layout)
+MODEL_DOUBLES_ENCODERS = {"attention": ("doubles3",)}
 
 
 def train_game_problems(env: Any, model_kind: str) -> list[str]:
@@ -35,10 +37,11 @@ def train_game_problems(env: Any, model_kind: str) -> list[str]:
         check_game_type(make_encoder(env.encoder), str(env.encoder), fmt)
     except ValueError as exc:
         problems.append(f"env.encoder: {exc}")
-    if doubles and MODEL_GAMES.get(str(model_kind)) == "singles":
+    encoders = MODEL_DOUBLES_ENCODERS.get(str(model_kind))
+    if doubles and encoders and str(env.encoder) not in encoders:
         problems.append(
-            f"model={model_kind} reads the rich encoders' singles tokens and "
-            f"{fmt!r} is a doubles format: use model=lstm (or mlp) with env.encoder=doubles"
+            f"model={model_kind} reads the {'/'.join(encoders)} encoder's tokens on "
+            f"{fmt!r}, a doubles format: set env.encoder={encoders[0]}"
         )
     if doubles and env.mask_futile:
         problems.append(singles_only("env.mask_futile", fmt, "set env.mask_futile=false"))

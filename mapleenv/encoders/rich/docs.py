@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from mapleenv.encoders import doubles, simple
-from mapleenv.encoders.rich import doubles2, layout, vocab
+from mapleenv.encoders.rich import doubles2, doubles3, layout, vocab
 
 DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
 
@@ -24,10 +24,11 @@ An encoder turns a battle, seen from our side, into one float32 vector whose eve
 feature lies inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN or
 inf. `env.encoder=<name>` picks one: for singles `simple` (the default), `rich` or `rich2`
 (`rich` plus futile-move and random-battle-set features; `model=attention` needs one of
-the two); for doubles `doubles` or `doubles2` (`doubles` plus stats, speed, damage
-estimates and matchups); `docs/extending.md` adds your own. This page is generated
+the two); for doubles `doubles`, `doubles2` (`doubles` plus stats, speed, damage
+estimates and matchups) or `doubles3` (`doubles2` plus a block per Pokémon and per move;
+`model=attention` reads it on doubles); `docs/extending.md` adds your own. This page is generated
 from `mapleenv/encoders/simple.py`, `mapleenv/encoders/doubles.py`,
-`mapleenv/encoders/rich/doubles2.py` and `mapleenv/encoders/rich/layout.py`
+`mapleenv/encoders/rich/doubles2.py`, `doubles3.py` and `mapleenv/encoders/rich/layout.py`
 (`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
 
 ## `simple`: {simple_size} hand-made features (the default)
@@ -68,6 +69,25 @@ foes, Terastallization and the turn. Doubles only.
 |---|---|---|---|---|
 {doubles2_rows}| **total** | **{doubles2_size}** | | | |
 
+## `doubles3`: {doubles3_size} features (double battles, `model=attention`)
+
+`mapleenv.encoders.rich.doubles3.Doubles3Encoder`: the `doubles2` vector above, unchanged, then
+the entities `model=attention` reads as tokens on doubles (docs/doubles.md, "The attention
+policy"): a block per Pokémon, ours in `battle.team` order and the opponent's in reveal
+order, with `rich`'s Pokémon features (below, `own_team` / `opponent_team`; `offense` and
+`defense` against the better of the other side's two actives), which active slot it holds,
+and while active `rich`'s active features (`own_active`: boosts, volatiles); and a block per
+move slot of our two actives.
+
+| block | size | offset | content |
+|---|---|---|---|
+{doubles3_rows}| **total** | **{doubles3_size}** | | |
+
+`moves` (width {doubles3_move_width}): `present`, `available`, `pp`, `stab` and the static move
+features (`base_power` on) as in `rich`'s `moves` block below; `effectiveness` (2, [0, 4]): the
+type multiplier on the foe's a and b (0 for an empty foe slot or a status move); `damage` (2,
+[0, 1]): `doubles2`'s `move_estimate` of the move against the foe's a and b.
+
 ## `rich`: {size} features
 
 `encoder="rich"` (`mapleenv.encoders.rich.RichEncoder`): what a good player looks at.
@@ -90,6 +110,14 @@ def _simple_rows(blocks: tuple = simple.BLOCKS) -> str:
             f"| `{b.name}` | {b.size} | {offset} | [{b.low:g}, {b.high:g}] | {b.content} |\n"
         )
         offset += b.size
+    return "".join(rows)
+
+
+def _layout_rows(lay: layout.Layout) -> str:
+    rows = []
+    for b in lay.blocks:
+        size = f"{b.repeat} x {b.width}" if b.repeat > 1 else str(b.width)
+        rows.append(f"| `{b.name}` | {size} | {lay.offsets[b.name]} | {b.description} |\n")
     return "".join(rows)
 
 
@@ -345,6 +373,9 @@ def render() -> str:
             doubles_rows=_simple_rows(doubles.BLOCKS),
             doubles2_size=doubles2.Doubles2Encoder().size,
             doubles2_rows=_simple_rows(doubles2.BLOCKS),
+            doubles3_size=doubles3.LAYOUT.size,
+            doubles3_rows=_layout_rows(doubles3.LAYOUT),
+            doubles3_move_width=doubles3.LAYOUT.block("moves").width,
         )
     ]
     for block in layout.LAYOUT:

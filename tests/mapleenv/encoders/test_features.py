@@ -69,7 +69,7 @@ def test_docs_are_generated_from_the_layout() -> None:
     text = docs.DOC_PATH.read_text()
     assert text == docs.render(), "run `python -m mapleenv.encoders.rich.docs`"
     totals = re.findall(r"\| \*\*total\*\* \| \*\*(\d+)\*\*", text)
-    sizes = [SimpleEncoder().size, make_encoder("doubles").size, make_encoder("doubles2").size]
+    sizes = [SimpleEncoder().size, *(make_encoder(f"doubles{n}").size for n in ("", 2, 3))]
     sizes.append(RichEncoder().size)
     sizes.append(make_encoder("rich2").size)
     assert [int(t) for t in totals] == sizes

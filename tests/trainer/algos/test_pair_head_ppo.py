@@ -1,5 +1,6 @@
-"""PPO on a doubles-shaped policy (the pair head over 47 * 47 joint actions): replaying a
-recorded rollout gives exactly the log-probs it sampled under, so the first epoch's ratio is 1."""
+"""PPO on a doubles-shaped policy (the pair head over 47 * 47 joint actions, or the attention
+policy's per-slot heads): replaying a recorded rollout gives exactly the log-probs it sampled
+under, so the first epoch's ratio is 1."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 
 from mapleenv.actions.doubles import action_space_size, slot_space_size
+from mapleenv.encoders.rich.doubles3 import LAYOUT
 from mapleenv.policies import PairHead, sample_actions
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.ppo import evaluate_chunks, ppo_losses, ppo_update
@@ -34,17 +36,19 @@ def record(kind: str) -> tuple[torch.nn.Module, RolloutBuffer]:
     collector does (sample, store log-prob, value and chunk-start states)."""
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(1)
-    cfg = ModelConfig(kind=kind, encoder_sizes=[32], hidden_size=16, num_layers=2)
-    policy = build_policy(OBS, A, cfg)
-    assert isinstance(policy.policy_head[-1], PairHead)
+    cfg = ModelConfig(kind=kind, encoder_sizes=[32], hidden_size=16, num_layers=2, token_size=16)
+    obs_dim = LAYOUT.size if kind == "attention" else OBS  # attention reads doubles3's tokens
+    policy = build_policy(obs_dim, A, cfg)
+    head = policy if kind == "attention" else policy.policy_head[-1]
+    assert kind == "attention" or isinstance(head, PairHead)
     with torch.no_grad():  # a pair term that is not zero, as after some training
-        policy.policy_head[-1].u2.weight.normal_(0.0, 0.3, generator=generator)
+        head.u2.weight.normal_(0.0, 0.3, generator=generator)
     hidden_shape = (2, policy.state_size) if policy.recurrent else None
-    buffer = RolloutBuffer(STEPS, ENVS, OBS, A, BPTT, hidden_shape, CPU)
+    buffer = RolloutBuffer(STEPS, ENVS, obs_dim, A, BPTT, hidden_shape, CPU)
     starts = torch.rand(STEPS + 1, ENVS, generator=generator) < 0.15
     hidden = tuple(torch.randn(x.shape, generator=generator) for x in policy.initial_state(ENVS))
     for t in range(STEPS):
-        buffer.obs[t] = torch.randn(ENVS, OBS, generator=generator)
+        buffer.obs[t] = torch.rand(ENVS, obs_dim, generator=generator).round()
         buffer.action_mask[t] = joint_masks(generator)
         buffer.episode_start[t] = starts[t].float()
         if buffer.is_chunk_start(t):
@@ -62,7 +66,7 @@ def record(kind: str) -> tuple[torch.nn.Module, RolloutBuffer]:
     return policy, buffer
 
 
-@pytest.mark.parametrize("kind", ["lstm", "mlp"])
+@pytest.mark.parametrize("kind", ["lstm", "mlp", "attention"])
 def test_first_epoch_ratio_is_exactly_one(kind: str) -> None:
     policy, buffer = record(kind)
     batch = buffer.chunks()

@@ -104,6 +104,12 @@ def test_bad_values_fail_clearly(override: str, message: str) -> None:
 
 
 @pytest.mark.integration  # node lists the simulator's formats
+def test_attention_without_its_shared_trunk_is_one_line() -> None:
+    with pytest.raises(ConfigError, match="model.kind=attention has one trunk"):
+        to_train_config(compose_cfg("model=attention", "model.shared_trunk=false"))
+
+
+@pytest.mark.integration  # node lists the simulator's formats
 def test_aux_coef_turns_on_the_env_target() -> None:
     """One key for the loss: the env's opponent_action target follows algo.aux_coef."""
     assert not to_train_config(compose_cfg()).env.opponent_action_target

@@ -22,6 +22,8 @@ def _env(**values) -> ShowdownEnvConfig:
 def test_a_doubles_env_with_its_encoder_and_the_lstm_has_no_problem() -> None:
     assert train_game_problems(_env(battle_format=DOUBLES, encoder="doubles"), "lstm") == []
     assert train_game_problems(_env(encoder="rich2", mask_futile=True), "attention") == []
+    doubles3 = _env(battle_format=DOUBLES, encoder="doubles3")
+    assert train_game_problems(doubles3, "attention") == []
 
 
 @pytest.mark.parametrize(
@@ -29,7 +31,11 @@ def test_a_doubles_env_with_its_encoder_and_the_lstm_has_no_problem() -> None:
     [
         ({"battle_format": DOUBLES}, "lstm", ["env.encoder: encoder 'simple' reads singles"]),
         ({"encoder": "doubles"}, "lstm", ["env.encoder: encoder 'doubles' reads doubles"]),
-        ({"battle_format": DOUBLES, "encoder": "doubles"}, "attention", ["model=attention"]),
+        (
+            {"battle_format": DOUBLES, "encoder": "doubles"},
+            "attention",
+            ["model=attention reads the doubles3 encoder's tokens"],
+        ),
         (
             {"battle_format": DOUBLES, "encoder": "doubles", "mask_futile": True},
             "mlp",

@@ -103,12 +103,16 @@ def test_the_heuristic_teachers_doubles_choices_are_legal_joint_actions() -> Non
 
 
 @pytest.mark.timeout(200)
-def test_doubles_reinforce_trains(tmp_path: Path) -> None:
+def test_doubles_reinforce_trains_the_attention_policy(tmp_path: Path) -> None:
+    """REINFORCE (the LSTM's PPO runs above) on the attention policy's doubles tokens."""
     proc = run_module(
         "trainer",
         "+experiment=lstm_reinforce",  # the smoke run's PPO keys are not REINFORCE's
         DOUBLES,
-        "env.encoder=doubles",
+        "model=attention",
+        "model.token_size=16",
+        "model.shared_trunk=true",
+        "env.encoder=doubles3",
         "env.num_envs=1",
         "device=cpu",
         "total_steps=32",
@@ -116,7 +120,10 @@ def test_doubles_reinforce_trains(tmp_path: Path) -> None:
         "tensorboard=false",
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    assert load_checkpoint(tmp_path)["global_step"] == 32
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt["global_step"] == 32 and snapshot_encoder(ckpt) == "doubles3"
+    assert ckpt["policy"]["model"]["kind"] == "attention"
+    assert ckpt["policy"]["model"]["action_head"] == "pair"
 
 
 @pytest.mark.timeout(300)
