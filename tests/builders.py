@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -32,6 +33,17 @@ def run_module(
         text=True,
         timeout=timeout,
     )
+
+
+def evaluate_json(out_dir: Path, *overrides: str) -> dict:
+    """``python -m trainer.evaluate <overrides>``, its JSON and Hydra dir under ``out_dir``:
+    the evaluation document, once the command has succeeded."""
+    output = out_dir / "eval.json"
+    proc = run_module(
+        "trainer.evaluate", *overrides, f"output={output}", f"hydra.run.dir={out_dir / 'eval'}"
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return json.loads(output.read_text())
 
 
 # A gen9ou team member for futile-move tests: Snorlax at full HP and awake, so Rest and Sleep

@@ -4,11 +4,10 @@ the CLI and beats random play."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from builders import run_module
+from builders import evaluate_json
 
 from mapleenv.policies import read_snapshot, snapshot_encoder
 
@@ -23,18 +22,9 @@ def test_the_shipped_doubles_agent_beats_random_play(tmp_path: Path) -> None:
     snapshot = read_snapshot(AGENT)
     assert snapshot["policy"]["n_actions"] == 47 * 47  # two slots' joint actions
     assert snapshot_encoder(snapshot) == "doubles2"
-    output = tmp_path / "eval.json"
-    proc = run_module(
-        "trainer.evaluate",
-        f"checkpoint={AGENT}",
-        "battles=12",
-        "num_envs=2",
-        "opponents=[random]",
-        f"output={output}",
-        f"hydra.run.dir={tmp_path}",
+    document = evaluate_json(
+        tmp_path, f"checkpoint={AGENT}", "battles=12", "num_envs=2", "opponents=[random]"
     )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    document = json.loads(output.read_text())
     assert document["battle_format"] == "gen9randomdoublesbattle"
     result = document["opponents"]["random"]
     # 99.5% over 400 battles: 9 or fewer of 12 would have a probability under 1e-3

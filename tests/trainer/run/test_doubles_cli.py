@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import run_module
+from builders import evaluate_json, run_module
 from hydra import compose, initialize_config_dir
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration, ServerConfiguration
@@ -128,18 +128,13 @@ def test_doubles_reinforce_trains_the_attention_policy(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(300)
 def test_doubles_checkpoint_evaluates_with_play_quality(doubles_run: Path, tmp_path: Path) -> None:
-    output = tmp_path / "eval.json"
-    proc = run_module(
-        "trainer.evaluate",
+    document = evaluate_json(
+        tmp_path,
         f"checkpoint={doubles_run}",
         "battles=2",
         "num_envs=1",
         "opponents=[random,heuristic]",
-        f"output={output}",
-        f"hydra.run.dir={tmp_path}",
     )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    document = json.loads(output.read_text())
     assert document["battle_format"] == "gen9randomdoublesbattle"
     for name in ("random", "heuristic"):
         result = document["opponents"][name]

@@ -6,11 +6,10 @@ tests/mapleenv/test_vgc_teams.py)."""
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import pytest
-from builders import run_module
+from builders import evaluate_json, run_module
 
 from trainer.run.checkpoint import load_checkpoint
 
@@ -40,19 +39,14 @@ def test_vgc_trains_on_direct_and_evaluates_on_server(tmp_path: Path) -> None:
     ckpt = load_checkpoint(run_dir)
     assert ckpt["config"]["env"]["battle_format"] == "gen9vgc2025regi"
 
-    output = tmp_path / "eval.json"
-    proc = run_module(
-        "trainer.evaluate",
+    document = evaluate_json(
+        tmp_path,
         f"checkpoint={run_dir}",
         "battles=2",
         "num_envs=1",
         "backend=server",
         "opponents=[random]",
-        f"output={output}",
-        f"hydra.run.dir={tmp_path / 'eval'}",
     )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    document = json.loads(output.read_text())
     assert document["battle_format"] == "gen9vgc2025regi"
     assert Path(document["team"]) == TEAMS  # the run's teams, read from its checkpoint
     result = document["opponents"]["random"]
