@@ -1,6 +1,6 @@
-"""The shipped doubles agent (``models/lstm_ppo_gen9randomdoubles.pt``, README "The doubles
-agent"): a doubles policy file the safe loader reads, that evaluates in its own format from
-the CLI and beats random play."""
+"""The shipped doubles agent (``models/attention_ppo_gen9randomdoubles.pt``, README "The doubles
+agent"): a doubles attention policy file the safe loader reads, that evaluates in its own
+format from the CLI and beats random play."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from mapleenv.policies import read_snapshot, snapshot_encoder
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
-AGENT = ROOT / "models" / "lstm_ppo_gen9randomdoubles.pt"
+AGENT = ROOT / "models" / "attention_ppo_gen9randomdoubles.pt"
 
 
 @pytest.mark.timeout(300)
 def test_the_shipped_doubles_agent_beats_random_play(tmp_path: Path) -> None:
     snapshot = read_snapshot(AGENT)
     assert snapshot["policy"]["n_actions"] == 47 * 47  # two slots' joint actions
-    assert snapshot_encoder(snapshot) == "doubles2"
+    assert snapshot_encoder(snapshot) == "doubles3"
+    assert snapshot["policy"]["model"]["kind"] == "attention"
     document = evaluate_json(
         tmp_path, f"checkpoint={AGENT}", "battles=12", "num_envs=2", "opponents=[random]"
     )
