@@ -206,12 +206,7 @@ class AttentionActorCritic(StatelessPolicy):
             EntityBlock(d, cfg.attention_heads) for _ in range(cfg.attention_layers)
         )
         self.norm = nn.LayerNorm(d)
-        self.lstm = nn.LSTM(3 * d, cfg.hidden_size, num_layers=cfg.num_layers)
-        for name, param in self.lstm.named_parameters():
-            if "weight" in name:
-                nn.init.orthogonal_(param, 1.0)
-            else:
-                nn.init.zeros_(param)
+        self.lstm = memory_lstm(3 * d, cfg.hidden_size, cfg.num_layers)
         h = cfg.hidden_size
         self.switch_head = Scorer(d, h, 1, 0.01)
         self.move_head = Scorer(d, h, MOVE_FORMS, 0.01)
@@ -234,24 +229,9 @@ class AttentionActorCritic(StatelessPolicy):
         ``[S, h]`` (``S = T * B``) and the new state."""
         steps, batch = episode_start.shape
         x, empty = self.tokens(obs.reshape(steps * batch, -1))
-        key_bias = torch.where(empty, -1e4, 0.0).to(x.dtype)[:, None, None, :]
-        for block in self.blocks:
-            x = block(x, key_bias)
-        x = self.norm(x)
-        own, opp = x[:, :TEAM], x[:, TEAM : 2 * TEAM]
-        moves, context = x[:, 2 * TEAM : 2 * TEAM + SLOTS], x[:, -1]
-        pooled = torch.cat(
-            [
-                context,
-                _masked_mean(own, empty[:, :TEAM]),
-                _masked_mean(opp, empty[:, TEAM : 2 * TEAM]),
-            ],
-            dim=-1,
-        )
-        memory, new_hidden = run_lstm(
-            self.lstm, pooled.view(steps, batch, -1), hidden, episode_start
-        )
-        return (own, moves, context, memory.reshape(steps * batch, -1)), new_hidden
+        x, memory, new_hidden = relate_and_remember(self, x, empty, hidden, episode_start)
+        own, moves, context = x[:, :TEAM], x[:, 2 * TEAM : 2 * TEAM + SLOTS], x[:, -1]
+        return (own, moves, context, memory), new_hidden
 
     def _heads(
         self, features: tuple[torch.Tensor, ...], action_mask: torch.Tensor
@@ -272,6 +252,45 @@ class AttentionActorCritic(StatelessPolicy):
         assert self.aux_head is not None
         _, _, context, memory = features
         return self.aux_head(context.unsqueeze(1), memory)
+
+
+def memory_lstm(inputs: int, hidden: int, layers: int) -> nn.LSTM:
+    """The LSTM over the pooled tokens: orthogonal weights, zero biases."""
+    lstm = nn.LSTM(inputs, hidden, num_layers=layers)
+    for name, param in lstm.named_parameters():
+        if "weight" in name:
+            nn.init.orthogonal_(param, 1.0)
+        else:
+            nn.init.zeros_(param)
+    return lstm
+
+
+def relate_and_remember(
+    net: nn.Module,
+    x: torch.Tensor,
+    empty: torch.Tensor,
+    hidden: Hidden,
+    episode_start: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
+    """The entity trunk both attention policies share: ``net``'s transformer ``blocks`` and
+    ``norm`` over tokens ``x [S, K, d]`` (our team's tokens first, then the opponent's, the
+    context token last; ``empty`` keys masked), then ``net.lstm`` over the context token and
+    the two teams' mean tokens. Returns the tokens, the memory ``[S, h]`` and the new state."""
+    steps, batch = episode_start.shape
+    key_bias = torch.where(empty, -1e4, 0.0).to(x.dtype)[:, None, None, :]
+    for block in net.blocks:
+        x = block(x, key_bias)
+    x = net.norm(x)
+    pooled = torch.cat(
+        [
+            x[:, -1],
+            _masked_mean(x[:, :TEAM], empty[:, :TEAM]),
+            _masked_mean(x[:, TEAM : 2 * TEAM], empty[:, TEAM : 2 * TEAM]),
+        ],
+        dim=-1,
+    )
+    memory, new_hidden = run_lstm(net.lstm, pooled.view(steps, batch, -1), hidden, episode_start)
+    return x, memory.reshape(steps * batch, -1), new_hidden
 
 
 def _masked_mean(x: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:

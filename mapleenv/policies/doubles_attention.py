@@ -21,12 +21,18 @@ from torch import nn
 
 from mapleenv.actions.doubles import FIRST_MOVE, MOVE_BLOCK, NUM_MOVE_SLOTS, NUM_TARGETS
 from mapleenv.encoders.rich.doubles3 import LAYOUT, TEAM
-from mapleenv.policies.attention import EntityBlock, Scorer, _linear, _masked_mean
+from mapleenv.policies.attention import (
+    EntityBlock,
+    Scorer,
+    _linear,
+    memory_lstm,
+    relate_and_remember,
+)
 from mapleenv.policies.base import StatelessPolicy
 from mapleenv.policies.config import ActionHead, ModelConfig
 from mapleenv.policies.masking import mask_logits
 from mapleenv.policies.pair_head import doubles_slots
-from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
+from mapleenv.policies.recurrent import Hidden, zero_state
 
 KINDS = ("own", "opponent", "move a", "move b", "context")
 _OWN = LAYOUT.span("own_team")
@@ -107,12 +113,7 @@ class DoublesAttentionActorCritic(StatelessPolicy):
             EntityBlock(d, cfg.attention_heads) for _ in range(cfg.attention_layers)
         )
         self.norm = nn.LayerNorm(d)
-        self.lstm = nn.LSTM(3 * d, h, num_layers=cfg.num_layers)
-        for name, param in self.lstm.named_parameters():
-            if "weight" in name:
-                nn.init.orthogonal_(param, 1.0)
-            else:
-                nn.init.zeros_(param)
+        self.lstm = memory_lstm(3 * d, h, cfg.num_layers)
         self.slot = nn.Parameter(torch.zeros(2, d))  # which slot a head scores for
         nn.init.normal_(self.slot, std=0.02)
         self.pass_head = Scorer(d, h + d, 1, 0.01)
@@ -141,24 +142,8 @@ class DoublesAttentionActorCritic(StatelessPolicy):
         ``[S, 2, h + d]`` (memory, its active's token), the memory ``[S, h]``, the new state."""
         steps, batch = episode_start.shape
         x, empty, slot_flags = self.tokens(obs.reshape(steps * batch, -1))
-        key_bias = torch.where(empty, -1e4, 0.0).to(x.dtype)[:, None, None, :]
-        for block in self.blocks:
-            x = block(x, key_bias)
-        x = self.norm(x)
-        own, opp = x[:, :TEAM], x[:, TEAM : 2 * TEAM]
-        moves, context = x[:, 2 * TEAM : 2 * TEAM + MOVE_TOKENS], x[:, -1]
-        pooled = torch.cat(
-            [
-                context,
-                _masked_mean(own, empty[:, :TEAM]),
-                _masked_mean(opp, empty[:, TEAM : 2 * TEAM]),
-            ],
-            dim=-1,
-        )
-        memory, new_hidden = run_lstm(
-            self.lstm, pooled.view(steps, batch, -1), hidden, episode_start
-        )
-        memory = memory.reshape(steps * batch, -1)
+        x, memory, new_hidden = relate_and_remember(self, x, empty, hidden, episode_start)
+        own, moves, context = x[:, :TEAM], x[:, 2 * TEAM : 2 * TEAM + MOVE_TOKENS], x[:, -1]
         actives = slot_flags.transpose(1, 2).to(x.dtype) @ own  # [S, 2, d]; 0 for an empty slot
         reading = torch.cat([memory.unsqueeze(1).expand(-1, 2, -1), actives + self.slot], dim=-1)
         return (own, moves, context, reading, memory), new_hidden
