@@ -96,19 +96,21 @@ class Doubles3Encoder:
         foes = battle.opponent_active_pokemon
         gen = battle.gen
         tera = request_tera_types(battle)
+        our_types = [current_types(m) for m in ours if m is not None]
+        foe_types = [current_types(m) if m is not None else None for m in foes]
+        present_foe_types = [t for t in foe_types if t is not None]
         base = LAYOUT.offsets["own_team"]
         for i, mon in enumerate(list(battle.team.values())[:TEAM]):
             o = base + i * _POKEMON_WIDTH
-            self._pokemon(out, o, mon, gen, ours, foes, tera.get(mon.name), opponent=False)
+            self._pokemon(out, o, mon, gen, ours, present_foe_types, tera.get(mon.name), False)
         base = LAYOUT.offsets["opponent_team"]
         opponents = list(battle.opponent_team.values())[:TEAM]
         for i in range(TEAM):
             o = base + i * _POKEMON_WIDTH
             if i < len(opponents):
-                self._pokemon(out, o, opponents[i], gen, foes, ours, None, opponent=True)
+                self._pokemon(out, o, opponents[i], gen, foes, our_types, None, True)
             else:
                 out[o + _P["hp"]] = 1.0
-        foe_types = [current_types(f) if f is not None else None for f in foes]
         for pos in range(2):
             self._moves(out, battle, pos, foe_types, context)
         return out
@@ -120,19 +122,22 @@ class Doubles3Encoder:
         mon: Pokemon,
         gen: int,
         own_side: list[Pokemon | None],
-        other_side: list[Pokemon | None],
+        other_types: list[tuple[PokemonType, ...]],
         tera: PokemonType | None,
         opponent: bool,
     ) -> None:
         """``rich``'s Pokémon block (offense and defense: the best against either of the
-        other side's actives), then its active slot, boosts and volatiles."""
-        offense = defense = 0.0
-        others = [current_types(m) for m in other_side if m is not None]
-        for other in others or [()]:
-            self._rich._pokemon(out, o, mon, gen, other, opponent, tera)
-            offense = max(offense, float(out[o + _P["offense"]]))
-            defense = max(defense, float(out[o + _P["defense"]]))
-        out[o + _P["offense"]], out[o + _P["defense"]] = offense, defense
+        other side's actives, whose types are ``other_types``), then its active slot, boosts
+        and volatiles."""
+        attack_types = self._rich._pokemon(out, o, mon, gen, (), opponent, tera)
+        if not mon.fainted and other_types:
+            types = current_types(mon)
+            out[o + _P["offense"]] = max(
+                dex.best_effectiveness(gen, attack_types, other) for other in other_types
+            )
+            out[o + _P["defense"]] = max(
+                dex.best_effectiveness(gen, other, types) for other in other_types
+            )
         for pos, active in enumerate(own_side):
             if active is mon:
                 out[o + _P["slot"] + pos] = 1.0

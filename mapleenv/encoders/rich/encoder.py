@@ -158,7 +158,9 @@ class RichEncoder:
         other_types: tuple[PokemonType, ...],
         opponent: bool,
         tera: PokemonType | None = None,
-    ) -> None:
+    ) -> tuple[PokemonType, ...]:
+        """Fill one Pokémon block at ``o``; return the types it attacks with (its profile's),
+        for callers that rate it against other Pokémon than ``other_types``."""
         out[o + _PRESENT] = 1.0
         out[o + _ACTIVE] = bool(mon.active)
         hp = mon.current_hp_fraction
@@ -196,6 +198,7 @@ class RichEncoder:
         elif other_types:
             out[o + _OFFENSE] = dex.best_effectiveness(gen, attack_types, other_types)
             out[o + _DEFENSE] = dex.best_effectiveness(gen, other_types, types)
+        return attack_types
 
     @staticmethod
     def _active(out: np.ndarray, o: int, mon: Pokemon) -> None:
