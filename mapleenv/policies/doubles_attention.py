@@ -31,7 +31,7 @@ from mapleenv.policies.attention import (
 from mapleenv.policies.base import StatelessPolicy
 from mapleenv.policies.config import ActionHead, ModelConfig
 from mapleenv.policies.masking import mask_logits
-from mapleenv.policies.pair_head import doubles_slots
+from mapleenv.policies.pair_head import doubles_slots, join_slots
 from mapleenv.policies.recurrent import Hidden, zero_state
 
 KINDS = ("own", "opponent", "move a", "move b", "context")
@@ -163,11 +163,10 @@ class DoublesAttentionActorCritic(StatelessPolicy):
         sub = torch.cat(
             [passes.squeeze(-1), switches.squeeze(-1), move.reshape(2 * n, -1)], dim=-1
         ).view(n, 2, self.slots)
-        joint = sub[:, 0, :, None] + sub[:, 1, None, :]
+        pair = None
         if self.u1 is not None and self.u2 is not None:
-            u1 = self.u1(reading[:, 0]).view(n, self.slots, -1)
-            u2 = self.u2(reading[:, 1]).view(n, self.slots, -1)
-            joint = joint + u1 @ u2.transpose(-1, -2)
+            pair = (self.u1(reading[:, 0]), self.u2(reading[:, 1]))
+        joint = join_slots(sub[:, 0], sub[:, 1], pair)
         value = self.value_head(context.unsqueeze(1), memory).view(-1)
         logits = mask_logits(joint.float().view(steps, batch, -1), action_mask)
         return logits, value.float().view(steps, batch)

@@ -73,14 +73,26 @@ class PairHead(nn.Module):
         self.u2 = _linear(in_dim, slots * rank, 0.0) if rank else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        s = self.slots
-        lead = x.shape[:-1]
-        joint = self.first(x).unsqueeze(-1) + self.second(x).unsqueeze(-2)  # [..., S, S]
+        pair = None
         if self.u1 is not None and self.u2 is not None:
-            u1 = self.u1(x).view(*lead, s, self.rank)
-            u2 = self.u2(x).view(*lead, s, self.rank)
-            joint = joint + u1 @ u2.transpose(-1, -2)
-        return joint.reshape(*lead, s * s)
+            pair = (self.u1(x), self.u2(x))
+        return join_slots(self.first(x), self.second(x), pair)
+
+
+def join_slots(
+    first: torch.Tensor,
+    second: torch.Tensor,
+    pair: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
+    """Two slots' logits ``[..., S]`` -> joint logits ``[..., S * S]``:
+    ``first[a1] + second[a2] (+ u1[a1] . u2[a2])``, ``pair = (u1, u2)`` each ``[..., S * r]``."""
+    s = first.shape[-1]
+    lead = first.shape[:-1]
+    joint = first.unsqueeze(-1) + second.unsqueeze(-2)  # [..., S, S]
+    if pair is not None:
+        u1, u2 = (u.view(*lead, s, -1) for u in pair)
+        joint = joint + u1 @ u2.transpose(-1, -2)
+    return joint.reshape(*lead, s * s)
 
 
 def _linear(fan_in: int, fan_out: int, gain: float) -> nn.Linear:
