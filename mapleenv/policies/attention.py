@@ -9,17 +9,15 @@ the network knows which action belongs to which entity. Token layout: docs/obser
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from mapleenv.encoders.rich import layout
-from mapleenv.policies.base import StatelessPolicy
 from mapleenv.policies.config import ModelConfig
+from mapleenv.policies.entity_trunk import EntityAttentionPolicy, Scorer, linear
 from mapleenv.policies.masking import mask_logits
-from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
+from mapleenv.policies.recurrent import Hidden
 
 N_ACTIONS = 26  # poke-env SinglesEnv: 6 switches, then 5 forms x 4 move slots
 MOVE_FORMS = 5  # plain, mega, z-move, dynamax, tera: action 6 + 4 * form + slot
@@ -47,29 +45,6 @@ PRESENT = _block("own_team").offsets["present"]
 ACTIVE = _block("own_team").offsets["active"]
 MOVE_PRESENT = _block("moves").offsets["present"]
 N_TOKENS = 2 * TEAM + SLOTS + 1
-
-
-def _linear(fan_in: int, fan_out: int, gain: float = math.sqrt(2)) -> nn.Linear:
-    layer = nn.Linear(fan_in, fan_out)
-    nn.init.orthogonal_(layer.weight, gain)
-    nn.init.zeros_(layer.bias)
-    return layer
-
-
-class Scorer(nn.Module):
-    """Scores each token beside the step's recurrent memory: ``[S, K, d], [S, h] -> [S, K,
-    outputs]``, a two-layer MLP on ``[token, memory]`` whose first layer is split so the
-    memory is projected once per step, not once per token."""
-
-    def __init__(self, d: int, h: int, outputs: int, gain: float) -> None:
-        super().__init__()
-        self.token = _linear(d, d)
-        self.memory = _linear(h, d)
-        nn.init.zeros_(self.memory.bias)
-        self.out = _linear(d, outputs, gain)
-
-    def forward(self, tokens: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
-        return self.out(F.relu(self.token(tokens) + self.memory(memory).unsqueeze(1)))
 
 
 def _indices(spans: list[slice]) -> torch.Tensor:
@@ -102,12 +77,12 @@ class BattleTokens(nn.Module):
             if name in lay.offsets
         }
         for name, (_, width) in self.extra.items():
-            self.add_module(name, _linear(width, d, 1.0))
-        self.pokemon = _linear(POKEMON_WIDTH, d, 1.0)
-        self.own_active = _linear(ACTIVE_WIDTH, d, 1.0)
-        self.opponent_active = _linear(ACTIVE_WIDTH, d, 1.0)
-        self.move = _linear(MOVE_WIDTH, d, 1.0)
-        self.context = _linear(CONTEXT_WIDTH, d, 1.0)
+            self.add_module(name, linear(width, d, 1.0))
+        self.pokemon = linear(POKEMON_WIDTH, d, 1.0)
+        self.own_active = linear(ACTIVE_WIDTH, d, 1.0)
+        self.opponent_active = linear(ACTIVE_WIDTH, d, 1.0)
+        self.move = linear(MOVE_WIDTH, d, 1.0)
+        self.context = linear(CONTEXT_WIDTH, d, 1.0)
         self.kind = nn.Parameter(torch.zeros(len(KINDS), d))
         nn.init.normal_(self.kind, std=0.02)
         for name, index in (
@@ -150,31 +125,7 @@ class BattleTokens(nn.Module):
         return tokens, empty
 
 
-class EntityBlock(nn.Module):
-    """Pre-LayerNorm transformer block over the 17 battle tokens.
-
-    Attention is written out (matmul + softmax): for so few tokens it is ~30% faster on a
-    CPU than ``nn.TransformerEncoderLayer``'s fused kernels, forward and backward.
-    """
-
-    def __init__(self, d: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv = _linear(d, 3 * d, 1.0)
-        self.out = _linear(d, d, 1.0)
-        self.ff1, self.ff2 = _linear(d, 2 * d), _linear(2 * d, d, 1.0)
-
-    def forward(self, x: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
-        """``x [S, K, d]``; ``key_bias [S, 1, 1, K]``: 0, or a large negative for empty slots."""
-        s, k, d = x.shape
-        q, key, v = self.qkv(self.norm1(x)).view(s, k, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
-        scores = q @ key.transpose(-1, -2) * (1.0 / math.sqrt(d // self.heads)) + key_bias
-        x = x + self.out((scores.softmax(-1) @ v).transpose(1, 2).reshape(s, k, d))
-        return x + self.ff2(F.relu(self.ff1(self.norm2(x))))
-
-
-class AttentionActorCritic(StatelessPolicy):
+class AttentionActorCritic(EntityAttentionPolicy):
     """Transformer over battle entities + LSTM memory; the LSTM policy's exact contract.
 
     ``forward(obs, action_mask, hidden, episode_start) -> (logits, value, new_hidden)`` in
@@ -182,7 +133,7 @@ class AttentionActorCritic(StatelessPolicy):
     of ``[num_layers, B, hidden_size]``, zeroed where ``episode_start`` is set.
     """
 
-    recurrent = True
+    team_size = TEAM
 
     def __init__(self, obs_dim: int, n_actions: int, cfg: ModelConfig) -> None:
         super().__init__()
@@ -194,105 +145,36 @@ class AttentionActorCritic(StatelessPolicy):
                 f"{N_ACTIONS} actions), got obs {obs_dim} / actions {n_actions}: "
                 "use env.encoder=rich or env.encoder=rich2"
             )
-        if not cfg.shared_trunk:
-            raise ValueError("model.kind=attention has one trunk: set model.shared_trunk=true")
         if cfg.action_head == "pair":  # its head scores the singles layout's move/switch tokens
             raise ValueError("model.action_head=pair needs model.kind lstm or mlp (doubles)")
-        self.cfg = cfg
         self.obs_dim, self.n_actions = obs_dim, n_actions
-        d = cfg.token_size
+        d, h = cfg.token_size, cfg.hidden_size
         self.tokens = BattleTokens(d, lay)
-        self.blocks = nn.ModuleList(
-            EntityBlock(d, cfg.attention_heads) for _ in range(cfg.attention_layers)
-        )
-        self.norm = nn.LayerNorm(d)
-        self.lstm = memory_lstm(3 * d, cfg.hidden_size, cfg.num_layers)
-        h = cfg.hidden_size
+        self._build_trunk(cfg)
         self.switch_head = Scorer(d, h, 1, 0.01)
         self.move_head = Scorer(d, h, MOVE_FORMS, 0.01)
-        self.value_head = Scorer(d, h, 1, 1.0)
-        # model.aux_classes: the opponent-action head, read like the value from the context
-        self.aux_head = Scorer(d, h, cfg.aux_classes, 0.01) if cfg.aux_classes > 0 else None
-
-    @property
-    def state_size(self) -> int:
-        return self.cfg.hidden_size
-
-    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> Hidden:
-        """A zero state ``(h, c)`` of ``[num_layers, batch, hidden_size]``."""
-        return zero_state(self.cfg.num_layers, batch, self.cfg.hidden_size, device)
+        self._build_value_heads()
 
     def _features(
         self, obs: torch.Tensor, hidden: Hidden, episode_start: torch.Tensor
     ) -> tuple[tuple[torch.Tensor, ...], Hidden]:
-        """Own, move and context tokens ``[S, K, d]`` after the transformer, the LSTM memory
-        ``[S, h]`` (``S = T * B``) and the new state."""
+        """The context token and the LSTM memory ``[S, h]`` (``S = T * B``), own and move
+        tokens ``[S, K, d]`` after the transformer, and the new state."""
         steps, batch = episode_start.shape
         x, empty = self.tokens(obs.reshape(steps * batch, -1))
-        x, memory, new_hidden = relate_and_remember(self, x, empty, hidden, episode_start)
+        x, memory, new_hidden = self._relate_and_remember(x, empty, hidden, episode_start)
         own, moves, context = x[:, :TEAM], x[:, 2 * TEAM : 2 * TEAM + SLOTS], x[:, -1]
-        return (own, moves, context, memory), new_hidden
+        return (context, memory, own, moves), new_hidden
 
     def _heads(
         self, features: tuple[torch.Tensor, ...], action_mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits ``[T, B, A]`` and value ``[T, B]``: each action scored from the
         token it acts on, the value from the context token."""
-        own, moves, context, memory = features
+        _, memory, own, moves = features
         steps, batch = action_mask.shape[:2]
         switch = self.switch_head(own, memory).squeeze(-1)  # [S, 6]
         move = self.move_head(moves, memory)  # [S, 4, 5]
         logits = torch.cat([switch, move.transpose(1, 2).reshape(steps * batch, -1)], dim=-1)
-        value = self.value_head(context.unsqueeze(1), memory).view(-1)
         logits = mask_logits(logits.float().view(steps, batch, -1), action_mask)
-        return logits, value.float().view(steps, batch)
-
-    def _aux_logits(self, features: tuple[torch.Tensor, ...]) -> torch.Tensor:
-        """The aux head, read like the value from the context token: ``[S, 1, K]``."""
-        assert self.aux_head is not None
-        _, _, context, memory = features
-        return self.aux_head(context.unsqueeze(1), memory)
-
-
-def memory_lstm(inputs: int, hidden: int, layers: int) -> nn.LSTM:
-    """The LSTM over the pooled tokens: orthogonal weights, zero biases."""
-    lstm = nn.LSTM(inputs, hidden, num_layers=layers)
-    for name, param in lstm.named_parameters():
-        if "weight" in name:
-            nn.init.orthogonal_(param, 1.0)
-        else:
-            nn.init.zeros_(param)
-    return lstm
-
-
-def relate_and_remember(
-    net: nn.Module,
-    x: torch.Tensor,
-    empty: torch.Tensor,
-    hidden: Hidden,
-    episode_start: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, Hidden]:
-    """The entity trunk both attention policies share: ``net``'s transformer ``blocks`` and
-    ``norm`` over tokens ``x [S, K, d]`` (our team's tokens first, then the opponent's, the
-    context token last; ``empty`` keys masked), then ``net.lstm`` over the context token and
-    the two teams' mean tokens. Returns the tokens, the memory ``[S, h]`` and the new state."""
-    steps, batch = episode_start.shape
-    key_bias = torch.where(empty, -1e4, 0.0).to(x.dtype)[:, None, None, :]
-    for block in net.blocks:
-        x = block(x, key_bias)
-    x = net.norm(x)
-    pooled = torch.cat(
-        [
-            x[:, -1],
-            _masked_mean(x[:, :TEAM], empty[:, :TEAM]),
-            _masked_mean(x[:, TEAM : 2 * TEAM], empty[:, TEAM : 2 * TEAM]),
-        ],
-        dim=-1,
-    )
-    memory, new_hidden = run_lstm(net.lstm, pooled.view(steps, batch, -1), hidden, episode_start)
-    return x, memory.reshape(steps * batch, -1), new_hidden
-
-
-def _masked_mean(x: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
-    keep = (~empty).to(x.dtype).unsqueeze(-1)
-    return (x * keep).sum(-2) / keep.sum(-2).clamp(min=1.0)
+        return logits, self._value(features).float().view(steps, batch)

@@ -21,18 +21,11 @@ from torch import nn
 
 from mapleenv.actions.doubles import FIRST_MOVE, MOVE_BLOCK, NUM_MOVE_SLOTS, NUM_TARGETS
 from mapleenv.encoders.rich.doubles3 import LAYOUT, TEAM
-from mapleenv.policies.attention import (
-    EntityBlock,
-    Scorer,
-    _linear,
-    memory_lstm,
-    relate_and_remember,
-)
-from mapleenv.policies.base import StatelessPolicy
 from mapleenv.policies.config import ActionHead, ModelConfig
+from mapleenv.policies.entity_trunk import EntityAttentionPolicy, Scorer, linear
 from mapleenv.policies.masking import mask_logits
 from mapleenv.policies.pair_head import doubles_slots, join_slots
-from mapleenv.policies.recurrent import Hidden, zero_state
+from mapleenv.policies.recurrent import Hidden
 
 KINDS = ("own", "opponent", "move a", "move b", "context")
 _OWN = LAYOUT.span("own_team")
@@ -55,9 +48,9 @@ class DoublesTokens(nn.Module):
 
     def __init__(self, d: int) -> None:
         super().__init__()
-        self.pokemon = _linear(POKEMON_WIDTH, d, 1.0)
-        self.move = _linear(MOVE_WIDTH, d, 1.0)
-        self.context = _linear(_CONTEXT.stop - _CONTEXT.start, d, 1.0)
+        self.pokemon = linear(POKEMON_WIDTH, d, 1.0)
+        self.move = linear(MOVE_WIDTH, d, 1.0)
+        self.context = linear(_CONTEXT.stop - _CONTEXT.start, d, 1.0)
         self.kind = nn.Parameter(torch.zeros(len(KINDS), d))
         nn.init.normal_(self.kind, std=0.02)
         kinds = [0] * TEAM + [1] * TEAM + [2] * NUM_MOVE_SLOTS + [3] * NUM_MOVE_SLOTS + [4]
@@ -82,11 +75,11 @@ class DoublesTokens(nn.Module):
         return tokens, empty, teams[:, :TEAM, _SLOT : _SLOT + 2]
 
 
-class DoublesAttentionActorCritic(StatelessPolicy):
+class DoublesAttentionActorCritic(EntityAttentionPolicy):
     """Transformer over doubles entities + LSTM memory + per-slot heads joined over the joint
     action space; the contract of every Maple policy (:class:`StatelessPolicy`)."""
 
-    recurrent = True
+    team_size = TEAM
 
     def __init__(self, obs_dim: int, n_actions: int, cfg: ModelConfig) -> None:
         super().__init__()
@@ -97,62 +90,47 @@ class DoublesAttentionActorCritic(StatelessPolicy):
                 f"features, a joint action space), got obs {obs_dim} / actions {n_actions}: "
                 "use env.encoder=doubles3"
             )
-        if not cfg.shared_trunk:
-            raise ValueError("model.kind=attention has one trunk: set model.shared_trunk=true")
         if cfg.action_head == ActionHead.flat:
             raise ValueError(
                 "model.kind=attention scores each doubles slot: model.action_head auto or pair"
             )
-        self.cfg = cfg
         self.action_head = ActionHead.pair.value  # per-slot logits + a pair term (the spec's)
         self.obs_dim, self.n_actions, self.slots = obs_dim, n_actions, slots
         self.forms = (slots - FIRST_MOVE) // MOVE_BLOCK
         d, h = cfg.token_size, cfg.hidden_size
         self.tokens = DoublesTokens(d)
-        self.blocks = nn.ModuleList(
-            EntityBlock(d, cfg.attention_heads) for _ in range(cfg.attention_layers)
-        )
-        self.norm = nn.LayerNorm(d)
-        self.lstm = memory_lstm(3 * d, h, cfg.num_layers)
+        self._build_trunk(cfg)
         self.slot = nn.Parameter(torch.zeros(2, d))  # which slot a head scores for
         nn.init.normal_(self.slot, std=0.02)
         self.pass_head = Scorer(d, h + d, 1, 0.01)
         self.switch_head = Scorer(d, h + d, 1, 0.01)
         self.move_head = Scorer(d, h + d, NUM_TARGETS * self.forms, 0.01)
         rank = cfg.pair_rank
-        self.u1 = _linear(h + d, slots * rank, 1.0) if rank else None
-        self.u2 = _linear(h + d, slots * rank, 1.0) if rank else None
+        self.u1 = linear(h + d, slots * rank, 1.0) if rank else None
+        self.u2 = linear(h + d, slots * rank, 1.0) if rank else None
         if self.u2 is not None:  # the pair term starts at exactly zero and still learns
             nn.init.zeros_(self.u2.weight)
-        self.value_head = Scorer(d, h, 1, 1.0)
-        self.aux_head = Scorer(d, h, cfg.aux_classes, 0.01) if cfg.aux_classes > 0 else None
-
-    @property
-    def state_size(self) -> int:
-        return self.cfg.hidden_size
-
-    def initial_state(self, batch: int, device: torch.device | str = "cpu") -> Hidden:
-        """A zero state ``(h, c)`` of ``[num_layers, batch, hidden_size]``."""
-        return zero_state(self.cfg.num_layers, batch, self.cfg.hidden_size, device)
+        self._build_value_heads()
 
     def _features(
         self, obs: torch.Tensor, hidden: Hidden, episode_start: torch.Tensor
     ) -> tuple[tuple[torch.Tensor, ...], Hidden]:
-        """Own, move and context tokens after the transformer, each slot's reading
-        ``[S, 2, h + d]`` (memory, its active's token), the memory ``[S, h]``, the new state."""
+        """The context token, the memory ``[S, h]``, own and move tokens after the
+        transformer, each slot's reading ``[S, 2, h + d]`` (memory, its active's token) and
+        the new state."""
         steps, batch = episode_start.shape
         x, empty, slot_flags = self.tokens(obs.reshape(steps * batch, -1))
-        x, memory, new_hidden = relate_and_remember(self, x, empty, hidden, episode_start)
+        x, memory, new_hidden = self._relate_and_remember(x, empty, hidden, episode_start)
         own, moves, context = x[:, :TEAM], x[:, 2 * TEAM : 2 * TEAM + MOVE_TOKENS], x[:, -1]
         actives = slot_flags.transpose(1, 2).to(x.dtype) @ own  # [S, 2, d]; 0 for an empty slot
         reading = torch.cat([memory.unsqueeze(1).expand(-1, 2, -1), actives + self.slot], dim=-1)
-        return (own, moves, context, reading, memory), new_hidden
+        return (context, memory, own, moves, reading), new_hidden
 
     def _heads(
         self, features: tuple[torch.Tensor, ...], action_mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked joint logits ``[T, B, S * S]`` and value ``[T, B]``."""
-        own, moves, context, reading, memory = features
+        context, _, own, moves, reading = features
         steps, batch = action_mask.shape[:2]
         n, d = own.shape[0], own.shape[-1]
         per_slot = reading.reshape(2 * n, -1)  # row 2i + p: step i, slot p
@@ -167,12 +145,5 @@ class DoublesAttentionActorCritic(StatelessPolicy):
         if self.u1 is not None and self.u2 is not None:
             pair = (self.u1(reading[:, 0]), self.u2(reading[:, 1]))
         joint = join_slots(sub[:, 0], sub[:, 1], pair)
-        value = self.value_head(context.unsqueeze(1), memory).view(-1)
         logits = mask_logits(joint.float().view(steps, batch, -1), action_mask)
-        return logits, value.float().view(steps, batch)
-
-    def _aux_logits(self, features: tuple[torch.Tensor, ...]) -> torch.Tensor:
-        """The aux head, read like the value from the context token: ``[S, 1, K]``."""
-        assert self.aux_head is not None
-        _, _, context, _, memory = features
-        return self.aux_head(context.unsqueeze(1), memory)
+        return logits, self._value(features).float().view(steps, batch)
