@@ -106,6 +106,8 @@ def gym_run(device: str, args: argparse.Namespace, run_dir: Path, resume: Path |
     rows' summary and the checkpoint written at the end."""
     overrides = ["+experiment=cartpole_lstm", f"device={device}", "env.num_envs=8"]
     overrides.append(f"algo.rollout_steps={args.gym_rollout}")
+    if args.quick:  # the device and the checkpoint's round trip, not the learning, are checked
+        overrides.append("algo.epochs=1")
     trainer = make_trainer(overrides, run_dir, resume)
     try:
         rows = [trainer.train_iteration() for _ in range(1 if resume else args.gym_iterations)]
