@@ -8,7 +8,7 @@ exit code 2 before anything starts, not a crash in an env worker mid-run (issue 
 * the encoder must read the format's game (``env.encoder=doubles`` on doubles);
 * ``model=attention`` reads entity tokens: the rich encoders' on singles, ``doubles3``'s on
   doubles;
-* ``env.mask_futile`` and decision-time search (``search.enabled``) read singles battles;
+* decision-time search (``search.enabled``) reads singles battles;
 * the ``calc`` opponent plays singles only; a ``policy:`` checkpoint or a resumed, evaluated
   or played checkpoint must have been trained on the same game.
 """
@@ -43,8 +43,6 @@ def train_game_problems(env: Any, model_kind: str) -> list[str]:
             f"model={model_kind} reads the {'/'.join(encoders)} encoder's tokens on "
             f"{fmt!r}, a doubles format: set env.encoder={encoders[0]}"
         )
-    if doubles and env.mask_futile:
-        problems.append(singles_only("env.mask_futile", fmt, "set env.mask_futile=false"))
     for key, opponent in (("env.opponent", env.opponent), ("env.teacher", env.teacher)):
         if opponent is None:
             continue
@@ -67,19 +65,14 @@ def live_game_problems(cfg: Any, snapshot: Mapping[str, Any], battle_format: str
     """Evaluate's and play's checks of ``cfg`` (``EvaluateConfig``/``PlayConfig``) and the
     checkpoint ``snapshot`` against ``battle_format``'s game (one-line messages)."""
     from mapleenv.opponents import check_policy_game
-    from mapleenv.policies import snapshot_mask_futile
 
     problems = []
     try:
         check_policy_game(snapshot, battle_format, f"checkpoint {cfg.checkpoint}")
     except ValueError as exc:
         problems.append(str(exc))
-    if is_doubles_format(battle_format):
-        if cfg.search.enabled:
-            problems.append(singles_only("search.enabled", battle_format, "drop search"))
-        mask_futile = cfg.mask_futile
-        if mask_futile if mask_futile is not None else snapshot_mask_futile(snapshot):
-            problems.append(singles_only("mask_futile", battle_format, "set mask_futile=false"))
+    if is_doubles_format(battle_format) and cfg.search.enabled:
+        problems.append(singles_only("search.enabled", battle_format, "drop search"))
     return problems
 
 

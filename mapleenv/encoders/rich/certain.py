@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from poke_env.battle import (
     AbstractBattle,
+    DoubleBattle,
     Effect,
     Move,
     MoveCategory,
     Pokemon,
     SideCondition,
     Status,
+    Target,
 )
-from poke_env.player.battle_order import BattleOrder, SingleBattleOrder
+from poke_env.player.battle_order import BattleOrder, DoubleBattleOrder, SingleBattleOrder
 
 from mapleenv.encoders.rich.futility import (
     FOE_TARGETS,
@@ -49,6 +51,8 @@ IMMUNITY_UNDONE = frozenset(
 )
 # our abilities that ignore or suppress the target's
 SUPPRESSORS = MOLD_BREAKERS | {"neutralizinggas"}
+# doubles: moves that hit both foes (and, the last, our ally too), or a random foe
+SPREAD_TARGETS = frozenset({Target.ALL_ADJACENT_FOES, Target.RANDOM_NORMAL, Target.ALL_ADJACENT})
 # target statuses that last through its own move (sleep and freeze may end there)
 LASTING_STATUS = frozenset({Status.PAR, Status.BRN, Status.PSN, Status.TOX})
 
@@ -129,7 +133,17 @@ def _immune_fails(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData
 def surely_fails(battle: AbstractBattle, move: Move) -> bool:
     """Whether ``move`` of our active Pokémon surely fails against the opposing active
     this turn (see the module docs; never for a move the data does not know)."""
-    me = battle.active_pokemon
+    opp = battle.opponent_active_pokemon
+    targets = [] if opp is None or opp.fainted else [opp]
+    return fails_against(battle, battle.active_pokemon, move, targets)
+
+
+def fails_against(
+    battle: AbstractBattle, me: Pokemon | None, move: Move, targets: list[Pokemon]
+) -> bool:
+    """Whether ``me``'s ``move`` surely fails: by our own state, side or the field, or,
+    for a move at the opposing side, against every one of ``targets`` (the Pokémon it
+    would hit; none: judged by our own state alone)."""
     if me is None or move.id in UNJUDGED:
         return False
     try:
@@ -138,10 +152,11 @@ def surely_fails(battle: AbstractBattle, move: Move) -> bool:
         return False
     if _user_fails(battle, me, m):
         return True
-    opp = battle.opponent_active_pokemon
-    if opp is None or opp.fainted or m.target not in FOE_TARGETS:
+    if not targets or m.target not in FOE_TARGETS:
         return False
-    return _target_fails(battle, me, opp, m) or _immune_fails(battle, me, opp, m)
+    return all(
+        _target_fails(battle, me, opp, m) or _immune_fails(battle, me, opp, m) for opp in targets
+    )
 
 
 def _maskable(order: BattleOrder) -> Move | None:
@@ -154,7 +169,9 @@ def _maskable(order: BattleOrder) -> Move | None:
 def without_futile(legal: dict[int, BattleOrder], battle: AbstractBattle) -> dict[int, BattleOrder]:
     """``legal`` (:func:`mapleenv.actions.legal_actions`) less the plain and Tera orders
     of moves that :func:`surely_fails`; ``legal`` itself when nothing would be left (the
-    game must get a choice)."""
+    game must get a choice). A double battle's joint orders: :func:`without_futile_doubles`."""
+    if isinstance(battle, DoubleBattle):
+        return without_futile_doubles(legal, battle)
     judged: dict[str, bool] = {}
     kept: dict[int, BattleOrder] = {}
     for action, order in legal.items():
@@ -165,4 +182,57 @@ def without_futile(legal: dict[int, BattleOrder], battle: AbstractBattle) -> dic
             if judged[move.id]:
                 continue
         kept[action] = order
+    return kept or legal
+
+
+def doubles_targets(battle: DoubleBattle, pos: int, move: Move, target: int) -> list[Pokemon]:
+    """The Pokémon slot ``pos``'s ``move`` at Showdown target ``target`` would hit, as far
+    as it is judged: the chosen foe (1, 2), or the other one when the chosen slot is empty
+    (Showdown retargets), both foes for a spread or random-foe move; none (our own state
+    alone) for a move aimed at our side, or one that also hits an ally in place (it may
+    terastallize this turn: its types are not settled)."""
+    if move.target is Target.ALL_ADJACENT and battle.active_pokemon[1 - pos] is not None:
+        return []
+    if move.target in SPREAD_TARGETS:
+        return [mon for mon in battle.opponent_active_pokemon if mon is not None]
+    if target in (1, 2):
+        foes = battle.opponent_active_pokemon
+        chosen = foes[target - 1] or foes[2 - target]
+        return [chosen] if chosen is not None else []
+    return []
+
+
+def without_futile_doubles(
+    legal: dict[int, BattleOrder], battle: DoubleBattle
+) -> dict[int, BattleOrder]:
+    """The joint orders of ``legal`` less those where a slot plays a plain or Tera move
+    that surely fails (:func:`fails_against` the Pokémon it would hit). A slot whose every
+    order would go keeps them all; ``legal`` itself when nothing would be left."""
+    actives = battle.active_pokemon
+    judged: dict[tuple[int, str, int], bool] = {}
+    options: list[dict[int, SingleBattleOrder]] = [{}, {}]  # per slot: id(order) -> order
+    for joined in legal.values():
+        assert isinstance(joined, DoubleBattleOrder)
+        for pos, half in enumerate((joined.first_order, joined.second_order)):
+            if isinstance(half, SingleBattleOrder):
+                options[pos][id(half)] = half
+    futile: list[set[int]] = [set(), set()]
+    for pos, orders in enumerate(options):
+        for key, order in orders.items():
+            move = _maskable(order)
+            if move is None:
+                continue
+            target = int(order.move_target)
+            if (pos, move.id, target) not in judged:
+                targets = doubles_targets(battle, pos, move, target)
+                judged[pos, move.id, target] = fails_against(battle, actives[pos], move, targets)
+            if judged[pos, move.id, target]:
+                futile[pos].add(key)
+        if len(futile[pos]) == len(orders):  # nothing of this slot's would be left
+            futile[pos] = set()
+    kept = {
+        action: joined
+        for action, joined in legal.items()
+        if id(joined.first_order) not in futile[0] and id(joined.second_order) not in futile[1]
+    }
     return kept or legal

@@ -320,6 +320,13 @@ MASK_OUTRO = """
 Only plain and Tera orders of such a move are masked (Mega, Z-Move and Dynamax change the
 move). If every legal action would be masked (no switch left), the plain legal mask is
 kept: the game always gets a choice.
+
+In double battles (`without_futile_doubles`) each slot's move is judged against the
+Pokémon its target would hit: the chosen foe (the other one when its slot is empty:
+Showdown retargets the move), both foes for a spread or random-foe move (masked only when
+it fails against both), and by our own state alone for a move aimed at our side or one that
+also hits our ally (the ally may terastallize first). A joint action is masked when either
+slot's half is; a slot whose every order would go keeps them all.
 """
 
 

@@ -134,8 +134,10 @@ def test_doubles_checkpoint_evaluates_with_play_quality(doubles_run: Path, tmp_p
         "battles=2",
         "num_envs=1",
         "opponents=[random,heuristic]",
+        "mask_futile=true",  # judged per slot in doubles (tests/mapleenv/test_mask_futile.py)
     )
     assert document["battle_format"] == "gen9randomdoublesbattle"
+    assert document["mask_futile"] is True
     for name in ("random", "heuristic"):
         result = document["opponents"][name]
         assert result["battles"] == 2 and 0 <= result["ci_low"] <= result["ci_high"] <= 1
@@ -229,7 +231,6 @@ def _compose(config: str, *overrides: str):
         ((DOUBLES,), "encoder 'simple' reads singles battles"),
         (("env.encoder=doubles",), "encoder 'doubles' reads doubles battles"),
         ((DOUBLES, "env.encoder=doubles", "model=attention"), "model=attention reads"),
-        ((DOUBLES, "env.encoder=doubles", "env.mask_futile=true"), "env.mask_futile reads"),
         ((DOUBLES, "env.encoder=doubles", "env.opponent=calc"), "'calc' plays singles only"),
         ((DOUBLES, "env.encoder=doubles", "env.teacher=calc"), "'calc' plays singles only"),
         (
@@ -288,7 +289,6 @@ def test_checkpoints_of_the_other_game_are_refused(
     [
         ("evaluate", ("opponents=[calc]",), "'calc' plays singles only"),
         ("evaluate", ("search.enabled=true",), "search.enabled reads singles battles"),
-        ("evaluate", ("mask_futile=true",), "mask_futile reads singles battles"),
         ("play", ("search.enabled=true",), "search.enabled reads singles battles"),
     ],
 )
