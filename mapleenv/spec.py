@@ -23,7 +23,7 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 from poke_env.teambuilder.teambuilder import Teambuilder
 
 from mapleenv.backends import available_backends, backend_available
-from mapleenv.opponents import check_policy_files
+from mapleenv.opponents import check_policy_files, opponent_spec
 from mapleenv.plugins import import_plugins
 from mapleenv.reward import RewardConfig
 from mapleenv.showdown.formats import check_format
@@ -59,7 +59,8 @@ class EnvSpec:
     Args:
         battle_format: a singles Showdown format (``gen9randombattle``...).
         opponent: an opponent name (:func:`mapleenv.opponents.make_opponent`: ``random``,
-            ``policy:<ckpt>``, ``mix:a=1,b=2``...) or, for a lone env, a non-listening
+            ``policy:<ckpt>``, ``mix:a=1,b=2``...), a mix as a mapping of weights
+            (``{"heuristic": 0.5, "random": 0.5}``) or, for a lone env, a non-listening
             poke-env ``Player``.
         server: the server backend's server: ``None`` (an embedded local one, or a pool's),
             ``"host:port"`` / ``ws://...`` (an external one; implies ``backend="server"``),
@@ -243,6 +244,8 @@ class EnvSpec:
                 raise ValueError(f"{where}battle_format: {exc}" if where else str(exc)) from exc
         teams = {key: spec._loaded_team(key, where) for key in ("team", "opponent_team")}
         spec = dataclasses.replace(spec, **teams)
+        if isinstance(spec.opponent, Mapping):  # {name: weight}: the mix's name
+            spec = dataclasses.replace(spec, opponent=opponent_spec(spec.opponent))
         if isinstance(spec.opponent, str):  # policy:<checkpoint> files: the safe loader, once
             check_policy_files(spec.opponent, spec.battle_format)
         return dataclasses.replace(spec, checked_for=spec._check_key())

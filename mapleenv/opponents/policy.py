@@ -303,11 +303,12 @@ def check_policy_files(opponent: str | Mapping[str, Any], battle_format: str | N
     a policy of the other game (singles vs doubles, :func:`check_policy_game`),
     ``policy_search:`` or ``calc`` on doubles."""
     from mapleenv.opponents.mix import mix_members
-    from mapleenv.policies import read_snapshot
 
     for name in mix_members(opponent):
         prefix, _, argument = name.partition(":")
         if prefix in POLICY_PREFIXES and argument:
+            from mapleenv.policies import read_snapshot  # torch: only with a policy member
+
             snapshot = read_snapshot(argument)
             if battle_format is not None:
                 _check_fits(name, snapshot, battle_format)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -70,6 +72,25 @@ def test_full_episode_against_each_opponent(backend, opponent):
     assert isinstance(info["won"], bool) and info["turns"] >= 1
     assert total == (1.0 if info["won"] else -1.0)  # default reward: +-1 at the end only
     assert env.battle.finished and env.battle.won == info["won"]
+
+
+@pytest.mark.integration
+def test_an_env_without_a_policy_opponent_never_imports_torch():
+    """``gym.make`` and a battle against scripts need no network: torch (seconds and
+    ~130 MB to import) stays out of the process; a ``policy:`` opponent brings it in. The
+    mix is given as a mapping of weights, as the trainer's ``env.opponent`` is."""
+    code = (
+        "import sys, gymnasium, numpy as np, mapleenv\n"
+        "env = gymnasium.make('mapleenv/Showdown-v0', opponent={'heuristic': 0.5, 'random': 0.5})\n"
+        "obs, _ = env.reset(seed=0)\n"
+        "obs, *_ = env.step(int(np.flatnonzero(obs['action_mask'])[0]))\n"
+        "env.close()\n"
+        "print('torch' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split()[-1] == "False", result.stdout + result.stderr
 
 
 @pytest.mark.integration
