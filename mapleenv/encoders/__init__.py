@@ -51,14 +51,22 @@ def check_game_type(encoder: BattleEncoder, name: str, battle_format: str) -> No
     game = game_type(battle_format)
     if game in game_types(encoder):
         return
-    hint = (
-        "encoder=doubles or doubles2"
-        if game == "doubles"
-        else "a singles encoder (simple, rich, rich2)"
-    )
+    names = encoders_for(game)
+    choices = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
     raise ValueError(
         f"encoder {name!r} reads {'/'.join(game_types(encoder))} battles and "
-        f"{battle_format!r} is a {game} format: use {hint}"
+        f"{battle_format!r} is a {game} format: use encoder={choices}"
+    )
+
+
+def encoders_for(game: str) -> list[str]:
+    """The registered encoder names (plugins' included) that read ``game`` battles, as
+    their factories declare (``game_types``; a factory that does not say reads singles)."""
+    _load_plugins()
+    return sorted(
+        name
+        for name, factory in ENCODERS.items()
+        if game in getattr(factory, "game_types", ("singles",))
     )
 
 

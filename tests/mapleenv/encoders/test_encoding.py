@@ -11,6 +11,7 @@ from poke_env.battle.status import Status
 from mapleenv.encoders import (
     ENCODERS,
     SimpleEncoder,
+    check_game_type,
     make_encoder,
     observation_box,
     register_encoder,
@@ -90,3 +91,24 @@ def test_registry_by_name_module_path_and_instance():
         make_encoder("nope")
     with pytest.raises(TypeError):
         make_encoder(object())
+
+
+def test_an_encoder_of_the_other_game_names_every_registered_one_that_fits():
+    """The one line for a singles encoder on a doubles format (or the reverse) lists the
+    encoders that read that game, a plugin's among them (its ``game_types``)."""
+
+    class PluginDoubles:
+        game_types = ("doubles",)
+
+    register_encoder("plugin-doubles-test", PluginDoubles)
+    try:
+        with pytest.raises(ValueError) as doubles:
+            check_game_type(SimpleEncoder(), "simple", "gen9randomdoublesbattle")
+        with pytest.raises(ValueError) as singles:
+            check_game_type(PluginDoubles(), "plugin-doubles-test", "gen9randombattle")
+    finally:
+        ENCODERS.pop("plugin-doubles-test")
+    assert str(doubles.value).endswith(
+        "is a doubles format: use encoder=doubles, doubles2, doubles3 or plugin-doubles-test"
+    )
+    assert str(singles.value).endswith("is a singles format: use encoder=rich, rich2 or simple")
