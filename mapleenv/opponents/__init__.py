@@ -24,7 +24,7 @@ import logging
 import os
 import random
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
@@ -90,10 +90,18 @@ def opponent_names() -> list[str]:
 
 
 def make_opponent(
-    name: str, battle_format: str = "gen9randombattle", *, seed: int | None = None, **kwargs: Any
+    name: str | Mapping[str, Any],
+    battle_format: str = "gen9randombattle",
+    *,
+    seed: int | None = None,
+    **kwargs: Any,
 ) -> Player:
-    """Build the opponent called ``name`` (extra ``kwargs`` go to the Player/factory;
-    ``seed`` goes to registered factories only)."""
+    """Build the opponent called ``name``, or the mix a mapping of weights names (extra
+    ``kwargs`` go to the Player/factory; ``seed`` goes to registered factories only)."""
+    if not isinstance(name, str):
+        from mapleenv.opponents.mix import opponent_spec
+
+        name = opponent_spec(name)  # TypeError (one line) for anything else
     prefix, _, argument = name.partition(":")
     if prefix not in BASELINES and prefix not in _FACTORIES:
         for module in PLUGIN_MODULES:

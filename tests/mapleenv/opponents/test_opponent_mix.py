@@ -59,6 +59,20 @@ def test_bad_mixes_fail_clearly(bad):
 def test_unknown_member_fails_when_built():
     with pytest.raises(ValueError, match="unknown opponent 'nobody'"):
         make_opponent("mix:random=1,nobody=1")
+    with pytest.raises(ValueError, match="unknown opponent 'nobody'"):
+        make_opponent({"random": 1, "nobody": 1})
+
+
+def test_a_mapping_of_weights_builds_the_mix_its_name_does():
+    weights = {"random": 1, "max_power": 3}
+    mix = make_opponent(weights, seed=7)
+    by_name = make_opponent(mix_name(weights), seed=7)
+    assert isinstance(mix, OpponentMix)
+    assert [mix.name_for(f"b{i}") for i in range(50)] == [
+        by_name.name_for(f"b{i}") for i in range(50)
+    ]
+    with pytest.raises(TypeError, match="a name or a mapping of weights"):
+        make_opponent(3)  # type: ignore[arg-type]
 
 
 def test_draws_follow_the_weights():
