@@ -1,9 +1,11 @@
-"""Decision-time search for a policy: where the policy is unsure, a one-turn lookahead over
-the simulator (``search_host.js``) re-weights its prior.
+"""Decision-time search for a policy: where the policy is unsure, a lookahead over the
+simulator (``search_host.js``: one turn per pair of choices, then ``rollout_turns`` greedy
+turns) re-weights its prior.
 
 For a decision, the own candidates are the legal actions the policy gives at least
 ``min_prior`` (the ``max_actions`` likeliest, the policy's own pick always among them); the
-host scores each against the opponent's legal actions in ``worlds`` sampled worlds and
+host scores each against the opponent's ``replies`` likeliest legal actions (all with 0) in
+``worlds`` sampled worlds and
 returns ``q(a)``, its expected score against the opponent model (the worlds' equilibrium
 strategy, ``uniform`` of it spread evenly). The choice maximises
 ``log prior(a) + q(a) / temperature`` (the prior re-weighted by ``exp(q / temperature)``).
@@ -33,14 +35,14 @@ class SearchConfig:
 
     time_ms: float | None = 1000.0  # wall-clock budget per decision (None: sims only)
     sims: int | None = None  # simulated turns per decision (None: time only); deterministic
-    worlds: int = 3  # opponent teams sampled per decision
-    max_actions: int = 6  # own candidates, likeliest first
+    worlds: int = 2  # opponent teams sampled per decision
+    max_actions: int = 4  # own candidates, likeliest first
     min_prior: float = 0.01  # own candidates need at least this prior (the pick always in)
     confident: float = 0.95  # a prior this sure of one action is not searched
-    temperature: float = 0.03  # weight of the prior against the search's scores
+    temperature: float = 0.015  # weight of the prior against the search's scores
     uniform: float = 0.25  # share of the opponent model spread over all its actions
-    rollout_turns: int = 0  # greedy turns played past each searched turn before scoring it
-    replies: int = 0  # the opponent's likeliest replies searched per world (0: all of them)
+    rollout_turns: int = 2  # greedy turns played past each searched turn before scoring it
+    replies: int = 5  # the opponent's likeliest replies searched per world (0: all of them)
     hosts: int = 1  # search hosts (Node processes) searching decisions side by side
     seed: int = 0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from mapleenv.actions import legal_actions
 from mapleenv.env import PokemonEnv
 from mapleenv.measure import machine_info
-from mapleenv.search import SearchHost, decision_view
+from mapleenv.search import SearchConfig, SearchHost, decision_view
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
@@ -50,14 +50,23 @@ def main() -> None:
     parser = script_parser(__doc__)
     parser.add_argument("--decisions", type=int, default=40, help="decisions searched per budget")
     parser.add_argument("--budgets", default="100,300,1000", help="ms per decision")
-    parser.add_argument("--worlds", type=int, default=3, help="worlds per decision")
-    parser.add_argument("--max-actions", type=int, default=6, help="own choices searched")
+    defaults = SearchConfig()  # search.* as evaluate and play default them
+    parser.add_argument("--worlds", type=int, default=defaults.worlds, help="worlds per decision")
+    parser.add_argument(
+        "--max-actions", type=int, default=defaults.max_actions, help="own choices searched"
+    )
     parser.add_argument("--seed", type=int, default=0, help="battle and search seeds")
     parser.add_argument(
-        "--rollout-turns", type=int, default=0, help="greedy turns played past each searched one"
+        "--rollout-turns",
+        type=int,
+        default=defaults.rollout_turns,
+        help="greedy turns played past each searched one",
     )
     parser.add_argument(
-        "--replies", type=int, default=0, help="opponent replies searched per world (0: all)"
+        "--replies",
+        type=int,
+        default=defaults.replies,
+        help="opponent replies searched per world (0: all)",
     )
     args = parser.parse_args()
     views = decisions(args.decisions, args.seed)
