@@ -96,7 +96,7 @@ def make_opponent(
     seed: int | None = None,
     **kwargs: Any,
 ) -> Player:
-    """Build the opponent called ``name``, or the mix a mapping of weights names (extra
+    """Build the opponent called ``name`` (a mix also as a mapping of weights; extra
     ``kwargs`` go to the Player/factory; ``seed`` goes to registered factories only)."""
     if not isinstance(name, str):
         from mapleenv.opponents.mix import opponent_spec

@@ -5,9 +5,8 @@ turns) re-weights its prior.
 For a decision, the own candidates are the legal actions the policy gives at least
 ``min_prior`` (the ``max_actions`` likeliest, the policy's own pick always among them); the
 host scores each against the opponent's ``replies`` likeliest legal actions (all with 0) in
-``worlds`` sampled worlds and
-returns ``q(a)``, its expected score against the opponent model (the worlds' equilibrium
-strategy, ``uniform`` of it spread evenly). The choice maximises
+``worlds`` sampled worlds and returns ``q(a)``, its expected score against the opponent
+model (the worlds' equilibrium strategy, ``uniform`` of it spread evenly). The choice maximises
 ``log prior(a) + q(a) / temperature`` (the prior re-weighted by ``exp(q / temperature)``).
 A decision whose prior already puts ``confident`` on one action, a forced switch, or a
 single legal action is the policy's own. A host that dies or hangs is warned about once and

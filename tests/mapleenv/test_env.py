@@ -88,9 +88,10 @@ def test_an_env_without_a_policy_opponent_never_imports_torch():
         "print('torch' in sys.modules)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
-    assert result.stdout.split()[-1] == "False", result.stdout + result.stderr
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-1] == "False", result.stdout
 
 
 @pytest.mark.integration
