@@ -146,6 +146,8 @@ class EnvSpec:
             set_(self, name, _path_str(getattr(self, name)))
         if isinstance(self.server, str):
             set_(self, "server", external_server(self.server))
+        if isinstance(self.opponent, Mapping):  # {name: weight}: the mix's ``mix:...`` name
+            set_(self, "opponent", opponent_spec(self.opponent))
         problem = self._problem()
         if problem:
             raise ValueError(problem)
@@ -244,8 +246,6 @@ class EnvSpec:
                 raise ValueError(f"{where}battle_format: {exc}" if where else str(exc)) from exc
         teams = {key: spec._loaded_team(key, where) for key in ("team", "opponent_team")}
         spec = dataclasses.replace(spec, **teams)
-        if isinstance(spec.opponent, Mapping):  # {name: weight}: the mix's name
-            spec = dataclasses.replace(spec, opponent=opponent_spec(spec.opponent))
         if isinstance(spec.opponent, str):  # policy:<checkpoint> files: the safe loader, once
             check_policy_files(spec.opponent, spec.battle_format)
         return dataclasses.replace(spec, checked_for=spec._check_key())

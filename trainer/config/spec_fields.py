@@ -105,10 +105,8 @@ def spec_schema(
 def env_spec(env: Any, seed: int | None = None, log_dir: Any = None) -> EnvSpec:
     """The ``EnvSpec`` of a Showdown ``env.*`` config, not yet checked: every setting the
     schema and the spec share by name is copied as it is (a new env setting needs no line
-    here), ``env.server_url`` is the spec's ``server``, a mix mapping becomes its ``mix:...``
-    name; illegal actions raise (the policy samples masked actions: one is a bug)."""
-    from mapleenv.opponents import opponent_spec
-
+    here), ``env.server_url`` is the spec's ``server`` (a mix mapping becomes its ``mix:...``
+    name in the spec); illegal actions raise (the policy samples masked actions: one is a bug)."""
     spec_names = {f.name for f in dataclasses.fields(EnvSpec)}
     shared = spec_names & {f.name for f in dataclasses.fields(env)}
     values = {name: getattr(env, name) for name in shared}
@@ -116,7 +114,6 @@ def env_spec(env: Any, seed: int | None = None, log_dir: Any = None) -> EnvSpec:
         **values
         | {
             "server": env.server_url,
-            "opponent": opponent_spec(env.opponent),
             "reward": dict(env.reward) if env.reward is not None else None,
             "plugins": list(env.plugins),
             "log_dir": str(log_dir) if log_dir is not None else None,
