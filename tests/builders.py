@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 from poke_env.battle import Battle
 from poke_env.data.normalize import to_id_str
+from warm_cli import run_python
 
 from mapleenv.encoders import make_encoder
 from mapleenv.encoders.rich import dex
@@ -25,7 +26,7 @@ def run_module(
 ) -> subprocess.CompletedProcess:
     """``python -m <module> <args>`` with this interpreter from the repository root; output
     captured as text."""
-    return subprocess.run(
+    return run_python(
         [sys.executable, "-m", module, *args],
         cwd=ROOT,
         env=env,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from builders import BODY_SLAM, REST, RESTING_SNORLAX, SLEEP_TALK, TERA
 from conftest import child_node_pids
 from pettingzoo.test import parallel_api_test
+from warm_cli import run_python
 
 import mapleenv
 from mapleenv.actions import legal_actions, mask_from_legal
@@ -208,7 +208,7 @@ def test_bad_arguments():
 @pytest.mark.timeout(700)
 def test_the_self_play_example_runs():
     script = Path(__file__).resolve().parents[2] / "examples" / "selfplay_pettingzoo.py"
-    result = subprocess.run(
+    result = run_python(
         [sys.executable, str(script), "--rounds", "2", "--battles", "2"],
         capture_output=True,
         text=True,

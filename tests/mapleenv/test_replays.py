@@ -6,12 +6,12 @@ from __future__ import annotations
 import html
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import RECORDED_BATTLES, replay_decisions
+from warm_cli import run_python
 
 from mapleenv.replays import protocol_log, replay_html, text_log
 
@@ -91,7 +91,7 @@ def test_text_log_sentences_from_one_side() -> None:
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_evaluate_save_replays_writes_complete_replays(tmp_path: Path) -> None:
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             "-m",

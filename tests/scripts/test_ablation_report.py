@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from builders import write_tiny_checkpoint
+from warm_cli import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ["global_step", "wall_s", "win_rate/heuristic", "selfplay/league_win_rate"]
@@ -38,7 +39,7 @@ def _evaluated(run_dir: Path, wins: int, battles: int) -> None:
 
 
 def _report(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_python(
         [sys.executable, str(ROOT / "scripts" / "report" / "ablation_report.py"), *args],
         capture_output=True,
         text=True,

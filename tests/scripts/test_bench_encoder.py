@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from warm_cli import run_python
 
 from mapleenv.encoders import make_encoder
 
@@ -17,7 +17,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "bench_enco
 @pytest.mark.integration
 @pytest.mark.timeout(400)
 def test_bench_encoder_times_the_named_encoder() -> None:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, str(SCRIPT), "--encoder", "simple", "--battles", "1"]
         + ["--rounds", "1", "--sim-seconds", "0", "--concurrent", "1"],
         capture_output=True,
@@ -34,7 +34,7 @@ def test_bench_encoder_times_the_named_encoder() -> None:
 
 @pytest.mark.integration  # runs the script
 def test_bench_encoder_refuses_an_unknown_encoder() -> None:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, str(SCRIPT), "--encoder", "nope"],
         capture_output=True,
         text=True,

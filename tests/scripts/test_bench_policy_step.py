@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from builders import write_tiny_checkpoint
+from warm_cli import run_python
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "bench_policy_step.py"
 
@@ -16,7 +16,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "bench_poli
 @pytest.mark.integration
 def test_bench_policy_step_reports_both_paths(tmp_path: Path) -> None:
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny.pt")
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, str(SCRIPT), str(checkpoint), "--steps", "20", "--rounds", "2"],
         capture_output=True,
         text=True,

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from warm_cli import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ["global_step", "wall_s", "win_rate/heuristic", "win_rate/league"]
@@ -24,7 +25,7 @@ def _write(path: Path, rows: list[list[object]]) -> Path:
 
 
 def _compare(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_python(
         [sys.executable, str(ROOT / "scripts" / "report" / "compare_runs.py"), *args],
         capture_output=True,
         text=True,

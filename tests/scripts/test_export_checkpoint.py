@@ -4,13 +4,13 @@ with ``--mask-futile`` plays without the moves that surely fail (its run's confi
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 from builders import write_tiny_checkpoint
+from warm_cli import run_python
 
 from trainer.checkpoint import load_checkpoint
 from trainer.config import checkpoint_mask_futile
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def export(*args: str) -> dict:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, str(ROOT / "scripts" / "checkpoint" / "export_checkpoint.py"), *args],
         capture_output=True,
         text=True,

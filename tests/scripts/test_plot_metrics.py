@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from warm_cli import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def test_plot_writes_a_png_and_the_smoothed_last_values(tmp_path: Path) -> None:
                 ]
             )
     out = tmp_path / "curve.png"
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             str(ROOT / "scripts" / "report" / "plot_metrics.py"),

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from warm_cli import run_python
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "profile_env.py"
 
 
 @pytest.mark.integration
 def test_profile_env_compares_the_host_with_the_simulator() -> None:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, str(SCRIPT), "--steps", "40", "--warmup", "0.5", "--ceiling"],
         capture_output=True,
         text=True,

@@ -5,11 +5,11 @@ Modules named ``_*.py`` (the shared ``scripts/_cli.py``) are helpers, not script
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from warm_cli import run_python
 
 SCRIPTS_DIR = Path(__file__).resolve().parents[2] / "scripts"
 SCRIPTS = sorted(p for p in SCRIPTS_DIR.rglob("*.py") if not p.name.startswith("_"))
@@ -42,7 +42,7 @@ def test_scripts_are_found_in_their_job_folders() -> None:
 @pytest.mark.integration
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(SCRIPTS_DIR)))
 def test_script_help_is_complete(script: Path) -> None:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-c", REPORT_PARSER, str(script)],
         capture_output=True,
         text=True,
@@ -63,7 +63,7 @@ def test_script_help_is_complete(script: Path) -> None:
 def test_help_is_a_command_that_exits_0() -> None:
     """``--help`` itself, end to end, on one script (the others' text is read above)."""
     script = SCRIPTS_DIR / "report" / "plot_metrics.py"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0 and proc.stdout.startswith("usage: "), proc.stderr[-2000:]

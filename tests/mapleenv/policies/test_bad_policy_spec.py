@@ -4,7 +4,6 @@ traceback from inside torch when the network is rebuilt."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 from builders import write_tiny_checkpoint
+from warm_cli import run_python
 
 from mapleenv.opponents import make_opponent
 from mapleenv.policies import CheckpointError, load_checkpoint, read_snapshot
@@ -141,7 +141,7 @@ def test_each_entry_point_says_it_in_one_line_with_exit_code_2(
     for bad, fragment in crafted.values():
         run = tmp_path / f"run_{bad.stem}"
         args = [a.format(bad=bad, good=good) for a in ENTRY_POINTS[entry]]
-        proc = subprocess.run(
+        proc = run_python(
             [sys.executable, "-m", *args, f"hydra.run.dir={run}"],
             cwd=ROOT,
             capture_output=True,

@@ -9,7 +9,6 @@ import ast
 import json
 import os
 import random
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 import torch
 from builders import write_tiny_checkpoint
 from memory_env import ITER_STEPS, memory_cfg
+from warm_cli import run_python
 
 from mapleenv.opponents import FrozenPolicy, make_opponent
 from mapleenv.plugins import import_plugins
@@ -80,7 +80,7 @@ def write_format_1(path: Path) -> Path:
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env
     )
     return proc.returncode, proc.stdout + proc.stderr

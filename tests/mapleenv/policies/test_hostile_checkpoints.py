@@ -7,7 +7,6 @@ peak memory well under twice a normal evaluation's). Legitimate checkpoints load
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 import torch
 from builders import write_tiny_checkpoint
 from hostile_files import HOSTILE, build
+from warm_cli import run_python
 
 from mapleenv.opponents import make_opponent
 from mapleenv.policies import CheckpointError, load_checkpoint, read_snapshot
@@ -25,12 +25,6 @@ ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "models" / "attention_ppo_gen9random.pt"
 MAX_LINE = 4096
 MAX_RSS_MB = 800  # a normal evaluation peaks at ~0.4 GB: twice that, at most
-# the command, then the peak RSS of its process tree (the largest process), on stderr
-RSS_WRAPPER = (
-    "import resource, subprocess, sys; rc = subprocess.call(sys.argv[1:]); "
-    "print('MAXRSS_KB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
-    "file=sys.stderr); sys.exit(rc)"
-)
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
@@ -103,20 +97,15 @@ def test_contiguous_views_that_do_not_overlap_load(tmp_path: Path):
 
 
 def _cli(tmp_path: Path, *args: str) -> tuple[int, str, int]:
-    """``python -m <args>`` (run dir under ``tmp_path/run``): exit code, output without
-    the RSS line, peak RSS in MB."""
-    proc = subprocess.run(
-        [sys.executable, "-c", RSS_WRAPPER, sys.executable, "-m", *args],
+    """``python -m <args>`` (run dir under ``tmp_path/run``): exit code, output, peak RSS
+    in MB."""
+    proc = run_python(
+        [sys.executable, "-m", *args],
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    lines = (proc.stdout + proc.stderr).splitlines()
-    rss = [int(line.split()[1]) for line in lines if line.startswith("MAXRSS_KB ")]
-    out = "\n".join(line for line in lines if not line.startswith("MAXRSS_KB "))
-    return proc.returncode, out, rss[0] // 1024
+    return proc.returncode, proc.stdout + proc.stderr, proc.maxrss_kb // 1024
 
 
 def _commands(path: Path, good: Path, run: Path) -> dict[str, list[str]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from builders import write_tiny_checkpoint
 from conftest import child_node_pids
 from hydra import compose, initialize_config_dir
 from poke_env.data.normalize import to_id_str
+from warm_cli import run_python
 
 from mapleenv.env import PokemonEnv
 from mapleenv.showdown.teams import Team, TeamPool, load_teams, read_teams
@@ -245,7 +245,7 @@ def test_evaluate_takes_the_checkpoints_teams_or_the_given_ones(tmp_path, monkey
     saved["config"]["env"] |= {"battle_format": "gen9ou", "team": "teams/gen9ou"}
     save_checkpoint(checkpoint, saved)
     output = tmp_path / "eval.json"
-    done = subprocess.run(
+    done = run_python(
         [
             sys.executable,
             "-m",

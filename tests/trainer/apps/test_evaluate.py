@@ -16,6 +16,7 @@ import torch
 from builders import write_tiny_checkpoint
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from omegaconf import OmegaConf
+from warm_cli import run_python
 
 from trainer.apps.evaluate import (
     EvaluateConfig,
@@ -124,7 +125,7 @@ def test_each_env_counts_only_its_share_of_the_battles():
 
 
 def evaluate_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return run_python(
         [sys.executable, "-m", "trainer.evaluate", *args, f"hydra.run.dir={cwd / 'hydra'}"],
         cwd=ROOT,
         capture_output=True,

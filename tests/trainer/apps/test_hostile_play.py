@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration, ServerConfiguration
+from warm_cli import run_python
 from websockets.asyncio.server import serve
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,7 +31,7 @@ FLOOD_SECONDS = 90.0  # at most, per connection
 
 def play(tmp_path: Path, *overrides: str, env: dict | None = None, timeout: float = 150):
     """``python -m trainer.play`` with its run dir in ``tmp_path/run``."""
-    return subprocess.run(
+    return run_python(
         [
             sys.executable,
             "-m",

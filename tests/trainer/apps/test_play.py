@@ -27,6 +27,7 @@ import pytest
 from conftest import pid_alive
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration, ServerConfiguration
+from warm_cli import run_python
 
 from trainer.apps.live import PlayError
 from trainer.apps.play import run, validate
@@ -66,7 +67,7 @@ def test_missing_checkpoint_fails_before_any_server(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_cli_reports_a_bad_setting_in_one_line(tmp_path: Path) -> None:
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             "-m",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
+from warm_cli import run_python
 
 from trainer.config import EvaluateConfig, PlayConfig
 
@@ -21,7 +22,7 @@ KEY_LINE = re.compile(r"^ {2,4}([a-z_]+(?:\.[a-z_*]+)*) {2,}\S", re.MULTILINE)
 
 
 def help_text(module: str, *overrides: str) -> str:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", module, *overrides, "--help"],
         cwd=ROOT,
         capture_output=True,
@@ -82,7 +83,7 @@ def test_help_into_a_closed_pipe_ends_quietly(module: str) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        proc = subprocess.run(
+        proc = subprocess.run(  # a real pipe on stdout: not run_python
             [sys.executable, "-m", module, "--help"],
             cwd=ROOT,
             stdout=write_end,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
+from warm_cli import run_python
 
 from trainer.__main__ import CONF_DIR
 from trainer.config import (
@@ -123,7 +123,7 @@ def test_aux_coef_turns_on_the_env_target() -> None:
 
 @pytest.mark.integration
 def test_cli_rejects_a_bad_key_before_starting(tmp_path: Path) -> None:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "trainer", "+algo.lrr=1", f"hydra.run.dir={tmp_path}"],
         cwd=ROOT,
         capture_output=True,

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from warm_cli import run_module
 
 from trainer.config import ConfigError, to_train_config
 
@@ -22,13 +22,8 @@ CONF = ROOT / "conf"
 def cli(cwd: Path, module: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     """``python -m <module> ...`` started in ``cwd``, with ``cwd`` on the path for plugins."""
     path = os.pathsep.join([str(ROOT), str(cwd), os.environ.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "PYTHONPATH": path, **env},
+    return run_module(
+        module, args, cwd=cwd, timeout=180, env={**os.environ, "PYTHONPATH": path, **env}
     )
 
 

@@ -21,6 +21,7 @@ from memory_env import (
     memory_cfg,
 )
 from omegaconf import OmegaConf
+from warm_cli import run_python
 
 from mapleenv.policies import build_policy, make_snapshot, policy_from_snapshot
 from trainer.config import ConfigError
@@ -213,7 +214,7 @@ def test_an_unreadable_checkpoint_is_one_clear_error_naming_the_file(
     path.write_bytes(data[: len(data) // 2] if damage == "truncated" else os.urandom(len(data)))
     with pytest.raises(CheckpointError, match=f"cannot read checkpoint {path}"):
         load_checkpoint(path)
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             "-m",

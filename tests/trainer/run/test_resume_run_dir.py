@@ -5,11 +5,11 @@ Hydra files kept (CartPole: no simulator needed)."""
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from warm_cli import run_python
 
 TINY = [
     "+experiment=cartpole_lstm",
@@ -21,7 +21,7 @@ TINY = [
 
 
 def train(cwd: Path, *overrides: str) -> str:
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "trainer", *TINY, *overrides],
         cwd=cwd,
         capture_output=True,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from memory_env import MEMORY_OVERRIDES, register_memory_env
+from warm_cli import run_python
 
 from trainer.__main__ import CONF_DIR
 from trainer.run.device import resolve_device
@@ -48,7 +48,7 @@ def test_lstm_learns_a_memory_task_that_an_mlp_cannot(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_cli_trains_a_gym_env_and_writes_every_output(tmp_path: Path) -> None:
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             "-m",

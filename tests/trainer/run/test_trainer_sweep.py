@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from warm_cli import run_python
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.mark.timeout(600)
 def test_sweep_runs_every_setting_and_the_report_summarises_them(tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             "-m",
@@ -43,7 +43,7 @@ def test_sweep_runs_every_setting_and_the_report_summarises_them(tmp_path: Path)
     # Hydra's own lines and the jobs' logs are on stderr (conf/hydra/*_logging/maple.yaml)
     assert "[HYDRA] Launching 2 jobs locally" in proc.stderr and proc.stdout == ""
 
-    report = subprocess.run(
+    report = run_python(
         [sys.executable, "scripts/report/sweep_report.py", str(sweep)],
         cwd=ROOT,
         capture_output=True,
@@ -62,7 +62,7 @@ def test_sweep_runs_every_setting_and_the_report_summarises_them(tmp_path: Path)
 
 @pytest.mark.integration
 def test_report_on_an_empty_dir_fails_clearly(tmp_path: Path) -> None:
-    report = subprocess.run(
+    report = run_python(
         [sys.executable, "scripts/report/sweep_report.py", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
