@@ -7,7 +7,8 @@ the suite runs hundreds of such commands. :func:`run_module` forks each command 
 own packages, which each command imports fresh from its own ``sys.path``), then sets up
 what a fresh ``python -m`` would have: argv, working directory, environment, ``sys.path``
 (the command's folder, ``PYTHONPATH``, then the interpreter's own), default signal
-handlers, and exit handlers run on the way out. What differs from a fresh interpreter is
+handlers, multiprocessing's main process (not a child of the server), and exit handlers
+run on the way out. What differs from a fresh interpreter is
 only what the preloaded libraries did at import time. Tests that signal a command, read
 its output while it runs, or time its start keep using ``subprocess``; so do the wheel
 tests, which check real installed console scripts.
@@ -59,6 +60,18 @@ def _interpreter_path() -> list[str]:
     return json.loads(out.stdout)
 
 
+def _main_process() -> None:
+    """Make this forked child multiprocessing's main process, as in a fresh interpreter:
+    Maple asks ``multiprocessing.parent_process()`` whether it runs in an env worker (to
+    hide GPUs and die with its parent), and a command must not answer yes."""
+    mp_process = multiprocessing.process
+    mp_process._parent_process = None  # type: ignore[attr-defined]
+    mp_process._children = set()  # type: ignore[attr-defined]
+    me = multiprocessing.current_process()
+    me._identity = ()  # type: ignore[attr-defined]  # its children are named as a main's
+    me.name = "MainProcess"
+
+
 def _command(
     target: list[str], args: list[str], cwd: str, env: dict[str, str], base_path: list[str], io: str
 ) -> None:
@@ -71,6 +84,7 @@ def _command(
         os.close(handle)
     for signum, handler in SIGNALS.items():
         signal.signal(signum, handler)
+    _main_process()
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
