@@ -117,10 +117,10 @@ def run_python(
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(cmd, capture_output=True, text=True, ...)`` for ``cmd`` =
     ``[sys.executable, "-m", module, *args]``, ``[sys.executable, "-c", code, *args]`` or
-    ``[sys.executable, script, *args]``, run
-    from the warm interpreter; the result also has ``maxrss_kb``, the command's peak
-    resident memory. A command still running at ``timeout`` is killed and raises
-    :class:`subprocess.TimeoutExpired`; ``check`` raises on a non-zero exit code."""
+    ``[sys.executable, script, *args]``, run from the warm interpreter; the result also has
+    ``maxrss_kb``, the command's peak resident memory. A command still running at
+    ``timeout`` is killed and raises :class:`subprocess.TimeoutExpired`; ``check`` raises
+    on a non-zero exit code."""
     cmd = [str(part) for part in cmd]
     if cmd[0] != sys.executable or not (capture_output and text):
         raise ValueError(f"run_python runs this interpreter, output captured as text: {cmd}")
