@@ -25,7 +25,7 @@ def run_module(
     module: str, *args: str, timeout: float = 280, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     """``python -m <module> <args>`` with this interpreter from the repository root; output
-    captured as text."""
+    captured as text (forked warm: tests/warm_cli.py)."""
     return run_python(
         [sys.executable, "-m", module, *args],
         cwd=ROOT,

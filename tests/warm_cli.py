@@ -2,7 +2,7 @@
 its own process, without paying torch's import each time.
 
 Importing torch costs ~3 s of CPU on the 2-core box, most of a refused command's ~4 s, and
-the suite runs hundreds of such commands. :func:`run_module` forks each command from a
+the suite runs hundreds of such commands. :func:`run_python` forks each command from a
 ``forkserver`` that imported the third-party libraries once (:data:`PRELOAD`; never Maple's
 own packages, which each command imports fresh from its own ``sys.path``), then sets up
 what a fresh ``python -m`` would have: argv, working directory, environment, ``sys.path``
@@ -153,15 +153,3 @@ def run_python(
     if check:
         result.check_returncode()
     return result
-
-
-def run_module(
-    module: str,
-    args: Sequence[str] = (),
-    *,
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    timeout: float = 300,
-) -> subprocess.CompletedProcess[str]:
-    """``python -m module *args`` through :func:`run_python`."""
-    return run_python([sys.executable, "-m", module, *args], cwd=cwd, env=env, timeout=timeout)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
-from warm_cli import run_module
+from warm_cli import run_python
 
 from trainer.config import ConfigError, to_train_config
 
@@ -22,8 +23,11 @@ CONF = ROOT / "conf"
 def cli(cwd: Path, module: str, *args: str, **env: str) -> subprocess.CompletedProcess:
     """``python -m <module> ...`` started in ``cwd``, with ``cwd`` on the path for plugins."""
     path = os.pathsep.join([str(ROOT), str(cwd), os.environ.get("PYTHONPATH", "")])
-    return run_module(
-        module, args, cwd=cwd, timeout=180, env={**os.environ, "PYTHONPATH": path, **env}
+    return run_python(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": path, **env},
     )
 
 
