@@ -12,11 +12,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import trainer.config  # noqa: F401  (registers the typed schemas)
-from mapleenv.vector import ShardFailedError  # plain import; Ray is imported only by shards
+from mapleenv.policies import CHECKPOINT_DIR, LAST, CheckpointError  # torch-free names
 from trainer.apps.hydra_app import conf_dir, run_app
 from trainer.config import ConfigError
-from trainer.envs.vector import EnvPoolFailed, EnvWorkerDied, EnvWorkersFailing, EnvWorkerStalled
-from trainer.run.checkpoint import CHECKPOINT_DIR, LAST, CheckpointError
 
 CONF_DIR = str(conf_dir())  # the configs on disk (the package maple_conf), for compose in tests
 BAD_INPUT = (ConfigError, CheckpointError, FileNotFoundError)  # one line, exit code 2
@@ -42,6 +40,15 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _train(cfg: DictConfig) -> None:
+    # imported once the settings passed their checks: a refused command never pays for
+    # torch and the env stack (docs/architecture.md)
+    from mapleenv.vector import ShardFailedError  # plain import; Ray only in shards
+    from trainer.envs.vector import (
+        EnvPoolFailed,
+        EnvWorkerDied,
+        EnvWorkersFailing,
+        EnvWorkerStalled,
+    )
     from trainer.run.train import train
 
     run_dir = HydraConfig.get().runtime.output_dir

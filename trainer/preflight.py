@@ -46,8 +46,8 @@ class TrainPreflight(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from mapleenv.opponents import check_policy_files, check_policy_game
+        from mapleenv.policies import resolve_checkpoint
         from trainer.config import to_train_config
-        from trainer.run.checkpoint import check_network, check_pool, load_checkpoint
 
         try:
             typed = to_train_config(_task_config(config))
@@ -56,6 +56,9 @@ class TrainPreflight(Callback):
             if opponent is not None:  # policy:<file> members: the full checkpoint check
                 check_policy_files(opponent, battle_format)
             if typed.resume:  # a run dir or a file: a checkpoint whose networks all fit
+                resolve_checkpoint(typed.resume)  # missing: one line before torch loads
+                from trainer.run.checkpoint import check_network, check_pool, load_checkpoint
+
                 ckpt = load_checkpoint(typed.resume)
                 check_network(ckpt, str(typed.resume))
                 check_pool(ckpt, str(typed.resume))
@@ -74,7 +77,6 @@ class PlayPreflight(Callback):
 
         from mapleenv.paths import check_writable
         from mapleenv.plugins import import_plugins
-        from mapleenv.policies import read_snapshot
         from mapleenv.showdown import ShowdownError
         from trainer.apps.live import battle_setup, resolve_password
         from trainer.apps.play import validate
@@ -86,7 +88,7 @@ class PlayPreflight(Callback):
             if cfg.output:
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
-            checkpoint = read_snapshot(cfg.checkpoint)  # the full checkpoint check
+            checkpoint = _read_checkpoint(cfg.checkpoint)
             battle_format, _ = battle_setup(cfg, checkpoint)
             _check_game(cfg, checkpoint, battle_format)
             resolve_password(cfg)
@@ -106,7 +108,6 @@ class EvaluatePreflight(Callback):
         from mapleenv.opponents import check_policy_files
         from mapleenv.paths import check_writable
         from mapleenv.plugins import import_plugins
-        from mapleenv.policies import read_snapshot
         from trainer.config import checkpoint_battle_format
 
         try:
@@ -115,7 +116,7 @@ class EvaluatePreflight(Callback):
             if cfg.output:
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
-            checkpoint = read_snapshot(cfg.checkpoint)  # the full check: loader, spec, encoder
+            checkpoint = _read_checkpoint(cfg.checkpoint)
             battle_format = checkpoint_battle_format(cfg.battle_format, checkpoint)
             for name in cfg.opponents:
                 check_policy_files(name, battle_format)
@@ -123,6 +124,17 @@ class EvaluatePreflight(Callback):
             _check_team_folders(cfg, checkpoint)
         except Exception as exc:
             _refuse(exc, "trainer.apps.evaluate")
+
+
+def _read_checkpoint(path: Any) -> dict[str, Any]:
+    """The full checkpoint check (the safe loader, the policy spec, the encoder); a missing
+    file is refused before torch is imported (the loader needs it)."""
+    from mapleenv.policies import resolve_checkpoint
+
+    resolve_checkpoint(path)
+    from mapleenv.policies import read_snapshot
+
+    return read_snapshot(path)
 
 
 def _checkpoint_env(checkpoint: dict[str, Any]) -> dict[str, Any]:

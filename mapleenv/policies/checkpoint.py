@@ -26,30 +26,7 @@ import torch
 
 from mapleenv.policies.bounds import archive_problem, brief, contents_problem
 from mapleenv.policies.fields import fields_problem
-
-FORMAT_VERSION = 2
-CHECKPOINT_DIR = "checkpoints"
-LAST = "last.pt"
-# the command (scripts/checkpoint/convert_checkpoint.py in a checkout)
-CONVERT = "maple-convert-checkpoint"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be read safely (truncated, not a checkpoint, an
-    older pickled format, a pickle naming code); the message names the file and why."""
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A checkpoint file from a file path or a run dir (its ``checkpoints/last.pt``)."""
-    path = Path(path).expanduser()
-    if path.is_dir():
-        candidate = path / CHECKPOINT_DIR / LAST
-        if not candidate.is_file():
-            raise FileNotFoundError(f"no {CHECKPOINT_DIR}/{LAST} in run dir {path}")
-        return candidate
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
-    return path
+from mapleenv.policies.files import CONVERT, FORMAT_VERSION, CheckpointError, resolve_checkpoint
 
 
 def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:

@@ -32,8 +32,9 @@ import torch
 from mapleenv.encoders import make_encoder
 from mapleenv.plugins import imported_plugins
 from mapleenv.policies.bounds import brief
-from mapleenv.policies.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
+from mapleenv.policies.checkpoint import load_checkpoint
 from mapleenv.policies.config import ActionHead
+from mapleenv.policies.files import CheckpointError, resolve_checkpoint
 from mapleenv.policies.pair_head import doubles_slots
 from mapleenv.policies.registry import build_policy
 from mapleenv.policies.spec_check import check_network

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 
 from mapleenv.policies.bounds import MAX_PARAMETERS_ENV, brief, max_parameters
-from mapleenv.policies.checkpoint import CheckpointError
 from mapleenv.policies.config import ActionHead, Activation, ModelConfig
+from mapleenv.policies.files import CheckpointError
 from mapleenv.policies.registry import POLICIES, build_policy
 
 MAX_LAYERS = 256  # num_layers, attention_layers, entries of encoder_sizes / head_sizes

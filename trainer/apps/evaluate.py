@@ -15,54 +15,37 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from mapleenv.plugins import import_plugins
-from mapleenv.policies import (
-    checked_snapshot,
-    load_checkpoint,
-    policy_from_snapshot,
-    snapshot_encoder,
-    snapshot_plugins,
-)
 from trainer.apps.hydra_app import run_app
-from trainer.config import (
-    EvaluateConfig,
-    PeriodicEvalConfig,
-    checkpoint_battle_format,
-    checkpoint_mask_futile,
-    team_path,
-)
-from trainer.evaluation import (
-    OpponentResult,
-    PeriodicEvaluator,
-    evaluate_policy,
-    play_battles,
-    quality_table,
-    results_json,
-    results_table,
-    wilson_interval,
-    write_json,
-)
-from trainer.run.device import resolve_device
+from trainer.config import EvaluateConfig
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "EvaluateConfig",
-    "OpponentResult",
-    "PeriodicEvalConfig",
-    "PeriodicEvaluator",
-    "evaluate_policy",
-    "main",
-    "play_battles",
-    "run",
-    "wilson_interval",
-]
+__all__ = ["main", "run"]
 
 
 def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     """Evaluate ``cfg.checkpoint``; print the table, write the JSON; returns the JSON."""
+    # imported here, once the settings passed their checks: a refused command never pays
+    # for torch (docs/architecture.md)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from mapleenv.plugins import import_plugins
+    from mapleenv.policies import (
+        checked_snapshot,
+        load_checkpoint,
+        policy_from_snapshot,
+        snapshot_encoder,
+    )
+    from trainer.config import checkpoint_battle_format, checkpoint_mask_futile, team_path
+    from trainer.evaluation import (
+        evaluate_policy,
+        quality_table,
+        results_json,
+        results_table,
+        write_json,
+    )
+    from trainer.run.device import resolve_device
 
     output_dir = Path(output_dir)
     device = resolve_device(cfg.device)
@@ -151,6 +134,8 @@ def _search_settings(cfg: EvaluateConfig) -> dict[str, Any]:
 def _warn_untrusted_plugins(cfg: EvaluateConfig, checkpoint: dict[str, Any]) -> None:
     """One line when the checkpoint's run used plugins not given here: they are not
     imported (a file does not pick the code that runs)."""
+    from mapleenv.policies import snapshot_plugins
+
     missing = [m for m in snapshot_plugins(checkpoint) if m not in cfg.plugins]
     if missing:
         log.warning(

@@ -30,7 +30,6 @@ from trainer.apps.live import (
     wait_logged_in,
 )
 from trainer.config import PlayConfig
-from trainer.evaluation.output import write_json
 
 log = logging.getLogger("trainer.play")  # not __main__ under python -m
 
@@ -274,6 +273,8 @@ def _write_results(
 ) -> dict[str, Any]:
     """Write ``play.json`` and print the summary line, the result, on stdout (the log
     lines go to stderr and ``play.log``); returns the document."""
+    from trainer.evaluation.output import write_json  # torch: not before the checks passed
+
     document = {
         "checkpoint": str(cfg.checkpoint),
         "server": cfg.server,
@@ -325,12 +326,10 @@ def refuse_password_argument(argv: list[str]) -> None:
 def main() -> None:
     """Console entry point: Hydra app over ``conf/play.yaml``."""
     refuse_password_argument(sys.argv[1:])
-    import torch
     from omegaconf.errors import OmegaConfBaseException
 
     from mapleenv.showdown import ShowdownError
 
-    torch.set_num_threads(1)  # one small batch-1 forward per decision
     run_app(
         "play",
         "trainer.play",
@@ -340,9 +339,11 @@ def main() -> None:
 
 
 def _play(raw: Any) -> None:
+    import torch
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
+    torch.set_num_threads(1)  # one small batch-1 forward per decision
     cfg = OmegaConf.to_object(raw)
     assert isinstance(cfg, PlayConfig)
     document = run(cfg, HydraConfig.get().runtime.output_dir)

@@ -13,7 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from mapleenv.policies import ActionHead, Activation, ModelKind, snapshot_mask_futile
+from mapleenv.policies import ActionHead, Activation, ModelKind
 from trainer.config.schema import (
     AlgoName,
     Backend,
@@ -205,6 +205,8 @@ def team_path(value: str | None) -> str | None:
 def checkpoint_mask_futile(value: bool | None, checkpoint: Mapping[str, Any]) -> bool:
     """``mask_futile=`` of evaluate and play: as given, else as the checkpoint's policy was
     trained (:func:`mapleenv.policies.snapshot_mask_futile`; off for runs without it)."""
+    from mapleenv.policies import snapshot_mask_futile  # torch: not for the config checks
+
     if value is not None:
         return bool(value)
     return snapshot_mask_futile(checkpoint)

@@ -18,17 +18,15 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from omegaconf import OmegaConf
 from warm_cli import run_python
 
-from trainer.apps.evaluate import (
-    EvaluateConfig,
+from trainer.apps.evaluate import run
+from trainer.config import EvaluateConfig, ModelConfig, PeriodicEvalConfig
+from trainer.evaluation import (
     OpponentResult,
-    PeriodicEvalConfig,
     PeriodicEvaluator,
     evaluate_policy,
     play_battles,
-    run,
     wilson_interval,
 )
-from trainer.config import ModelConfig
 from trainer.policy import build_policy
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -188,7 +188,7 @@ def test_bad_seeds_outputs_and_team_folders_are_one_line_for_every_cli(tmp_path:
 
 
 def test_an_error_no_preflight_check_expected_is_one_short_line_and_exit_2(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """Hydra only warns about a callback that raises, then runs the job: the preflight
     turns any exception into the one line (issue 34), cut short whatever its size."""
@@ -199,8 +199,10 @@ def test_an_error_no_preflight_check_expected_is_one_short_line_and_exit_2(
         raise RecursionError("maximum recursion depth exceeded\n" + "x" * 10**7)
 
     monkeypatch.setattr(mapleenv.policies, "read_snapshot", unexpected)
+    checkpoint = tmp_path / "x.pt"
+    checkpoint.write_bytes(b"")  # a file: the loader gets to read it
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        config = compose("evaluate", overrides=["checkpoint=x.pt"])
+        config = compose("evaluate", overrides=[f"checkpoint={checkpoint}"])
     with pytest.raises(SystemExit) as info:
         EvaluatePreflight().on_run_start(config)
     assert info.value.code == 2
