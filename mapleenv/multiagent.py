@@ -6,8 +6,8 @@ and reward; the battle runs on the direct backend (a Node simulator host, no ser
 Every step returns an observation for both agents; an agent with no decision to make (the
 other side's forced switch) gets the mask with action 0 only, ``info["needs_action"] =
 False``, and its action is ignored. A doubles format plays ``DoubleBattle``s with the joint
-action space of :mod:`mapleenv.actions.doubles` and needs a doubles encoder. docs/multiagent.md
-has the whole convention.
+action space of :mod:`mapleenv.actions.doubles` and a doubles encoder (the default there).
+docs/multiagent.md has the whole convention.
 """
 
 from __future__ import annotations
@@ -29,7 +29,13 @@ from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
 from mapleenv.actions import action_space_size, describe_legal, legal_actions, mask_from_legal
 from mapleenv.backends.direct.host import SimHost, SimHostError
 from mapleenv.backends.direct.session import SIDES, DirectBattle
-from mapleenv.encoders import BattleEncoder, check_game_type, make_encoder, observation_box
+from mapleenv.encoders import (
+    BattleEncoder,
+    check_game_type,
+    default_encoder,
+    make_encoder,
+    observation_box,
+)
 from mapleenv.reward import RewardConfig, RewardTracker
 from mapleenv.showdown.formats import check_format, is_doubles_format
 from mapleenv.showdown.teams import TeamPool, team_pool
@@ -48,7 +54,8 @@ class ShowdownParallelEnv(ParallelEnv):
         battle_format: a singles or doubles Showdown format (``gen9randombattle``,
             ``gen9randomdoublesbattle``, ``gen9vgc2025regi``...).
         encoder: encoder name or instance (:mod:`mapleenv.encoders`), both agents; it must
-            read the format's battles (doubles formats: ``"doubles"``).
+            read the format's battles; ``None``: the format's (``"simple"`` for singles,
+            ``"doubles"`` for doubles).
         reward: :class:`RewardConfig` (or a mapping of its fields) for both agents.
         max_turns: truncate the episode once the battle reaches this turn.
         seed: seed of the first ``reset``; ``reset(seed=s)`` draws the battle's simulator
@@ -73,7 +80,7 @@ class ShowdownParallelEnv(ParallelEnv):
     def __init__(
         self,
         battle_format: str = "gen9randombattle",
-        encoder: str | BattleEncoder = "simple",
+        encoder: str | BattleEncoder | None = None,
         reward: RewardConfig | Mapping[str, Any] | None = None,
         max_turns: int | None = None,
         seed: int | None = None,
@@ -103,6 +110,8 @@ class ShowdownParallelEnv(ParallelEnv):
         self.usernames = dict(zip(SIDES, usernames, strict=True))
         self.showdown_dir = showdown_dir
         self.timeout = timeout
+        if encoder is None:  # the format's own (simple for singles, doubles for doubles)
+            encoder = default_encoder(battle_format)
         self.encoder = make_encoder(encoder)
         doubles = is_doubles_format(battle_format)
         name = encoder if isinstance(encoder, str) else type(encoder).__name__

@@ -23,6 +23,7 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 from poke_env.teambuilder.teambuilder import Teambuilder
 
 from mapleenv.backends import available_backends, backend_available
+from mapleenv.encoders import default_encoder
 from mapleenv.opponents import check_policy_files, opponent_spec
 from mapleenv.plugins import import_plugins
 from mapleenv.reward import RewardConfig
@@ -65,7 +66,8 @@ class EnvSpec:
         server: the server backend's server: ``None`` (an embedded local one, or a pool's),
             ``"host:port"`` / ``ws://...`` (an external one; implies ``backend="server"``),
             a poke-env ``ServerConfiguration`` or a ``ShowdownServer``.
-        encoder: encoder name or instance (:mod:`mapleenv.encoders`).
+        encoder: encoder name or instance (:mod:`mapleenv.encoders`); ``None``: the
+            format's (``simple`` for singles, ``doubles`` for doubles).
         reward: the reward weights (:class:`RewardConfig`, a mapping of its fields, ``None``).
         log_dir: where local servers keep their directory and log.
         max_turns: truncate the episode once the battle reaches this turn.
@@ -104,7 +106,7 @@ class EnvSpec:
     battle_format: str = "gen9randombattle"
     opponent: Any = "random"
     server: Any = None
-    encoder: Any = "simple"
+    encoder: Any = None
     reward: Any = None
     log_dir: str | None = None
     max_turns: int | None = None
@@ -235,6 +237,8 @@ class EnvSpec:
                 f"{', '.join(available_backends())}); see mapleenv.backends.register_backend"
             )
         spec = dataclasses.replace(self, backend=backend)
+        if spec.encoder is None:  # the format's own: singles and doubles read differently
+            spec = dataclasses.replace(spec, encoder=default_encoder(spec.battle_format))
         try:
             GenData.from_format(spec.battle_format)
         except Exception as exc:

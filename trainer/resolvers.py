@@ -1,4 +1,5 @@
-"""The OmegaConf resolvers ``conf/config.yaml`` uses for Hydra's output paths.
+"""The OmegaConf resolvers of Maple's configs: Hydra's output paths (``conf/config.yaml``)
+and ``env.encoder``'s default (``conf/env/showdown.yaml``).
 
 Registered when the ``trainer`` package is imported: every process that composes or
 unpickles a trainer config (the CLI, a Ray launcher's job) has them before Hydra resolves
@@ -31,5 +32,15 @@ def hydra_subdir(resume: str | None, stamp: str) -> str:
     return f".hydra/resumed_{stamp}" if resume else ".hydra"
 
 
+def encoder(battle_format: str) -> str:
+    """``env.encoder`` when the config names none: the format's own encoder (``simple`` for
+    singles, ``doubles`` for doubles), so a doubles format trains with a singles
+    experiment's command; a concrete name, which checkpoints record."""
+    from mapleenv.encoders import default_encoder
+
+    return default_encoder(battle_format)
+
+
 OmegaConf.register_new_resolver("maple.run_dir", run_dir, replace=True)
 OmegaConf.register_new_resolver("maple.hydra_subdir", hydra_subdir, replace=True)
+OmegaConf.register_new_resolver("maple.encoder", encoder, replace=True)

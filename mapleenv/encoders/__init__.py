@@ -59,6 +59,16 @@ def check_game_type(encoder: BattleEncoder, name: str, battle_format: str) -> No
     )
 
 
+# each game's encoder when none is named (``encoder=None``): the format decides
+DEFAULT_ENCODERS = {"singles": "simple", "doubles": "doubles"}
+
+
+def default_encoder(battle_format: str) -> str:
+    """The encoder a format gets when none is named: ``simple`` for singles, ``doubles``
+    for doubles (so a doubles format works with the same command as a singles one)."""
+    return DEFAULT_ENCODERS[game_type(battle_format)]
+
+
 def encoders_for(game: str) -> list[str]:
     """The registered encoder names (plugins' included) that read ``game`` battles, as
     their factories declare (``game_types``; a factory that does not say reads singles)."""

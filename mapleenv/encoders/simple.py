@@ -1,4 +1,4 @@
-"""The simple battle encoder (``encoder="simple"``, the default): 116 hand-made features.
+"""The simple battle encoder (``encoder="simple"``, the singles default): 116 hand-made features.
 
 :data:`BLOCKS` is the layout: the encoder's size and bounds and the simple encoder's table
 in ``docs/observation.md`` are both derived from it.

@@ -266,7 +266,7 @@ def test_bad_arguments():
     with pytest.raises(NotImplementedError, match="backend 'nonexistent'"):
         PokemonEnv(backend="nonexistent")
     with pytest.raises(ValueError, match="singles"):
-        PokemonEnv(battle_format="gen9randomdoublesbattle")
+        PokemonEnv(battle_format="gen9randomdoublesbattle", encoder="simple")
     with pytest.raises(ValueError, match="unknown reward key"):
         PokemonEnv(reward={"victory": 1})
     with pytest.raises(ValueError, match="on_illegal must be one of.*'ignore'"):

@@ -195,7 +195,7 @@ def test_a_killed_host_truncates_the_battle_and_close_leaves_no_node():
 @pytest.mark.integration  # node lists the simulator's formats
 def test_bad_arguments():
     with pytest.raises(ValueError, match="encoder 'simple' reads singles battles"):
-        mapleenv.parallel_env(battle_format="gen9randomdoublesbattle")  # encoder=doubles plays it
+        mapleenv.parallel_env(battle_format="gen9randomdoublesbattle", encoder="simple")
     with pytest.raises(ValueError, match="on_illegal must be one of.*'skip'"):
         mapleenv.parallel_env(on_illegal="skip")
     with pytest.raises(ValueError, match="max_turns"):

@@ -79,6 +79,6 @@ def test_random_legal_doubles_battles_on_both_seats_are_never_refused():
 
 def test_a_singles_encoder_on_a_doubles_format_is_one_clear_error():
     with pytest.raises(ValueError, match="encoder 'simple' reads singles battles.*encoder=doubles"):
-        mapleenv.parallel_env(battle_format=FORMAT)
+        mapleenv.parallel_env(battle_format=FORMAT, encoder="simple")
     with pytest.raises(ValueError, match="encoder 'doubles' reads doubles battles"):
         mapleenv.parallel_env(battle_format="gen9randombattle", encoder="doubles")

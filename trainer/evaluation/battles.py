@@ -147,7 +147,7 @@ def evaluate_policy(
     battle_format: str = "gen9randombattle",
     team: str | None = None,
     opponent_team: str | None = None,
-    encoder: str = "simple",
+    encoder: str | None = None,
     num_envs: int = 4,
     sample: bool = True,
     device: torch.device | str = "cpu",
@@ -169,6 +169,7 @@ def evaluate_policy(
     team files or folders, validated once. ``plugins``: modules imported first and in every env
     worker (``docs/extending.md``). ``mask_futile``: the env setting. ``search``: a
     ``mapleenv.search.SearchConfig`` re-deciding the policy's picks (docs/search.md).
+    ``encoder``: the policy's (``None``: the format's default, ``mapleenv.EnvSpec``).
     """
     _check_counts(battles=battles, num_envs=num_envs)
     spec = _evaluation_spec(
@@ -185,7 +186,7 @@ def evaluate_policy(
         plugins=list(plugins),
         search_view=search is not None,
     )
-    _check_game(policy, encoder, battle_format)  # after the spec: plugins imported
+    _check_game(policy, str(spec.encoder), battle_format)  # after the spec: plugins imported
     was_training = policy.training
     policy.eval()
     spec, pool = _shared_server(spec, log_dir)

@@ -20,18 +20,19 @@ DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
 INTRO = """\
 # Observation: the battle encoders
 
-An encoder turns a battle, seen from our side, into one float32 vector whose every
-feature lies inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN or
-inf. `env.encoder=<name>` picks one: for singles `simple` (the default), `rich` or `rich2`
-(`rich` plus futile-move and random-battle-set features; `model=attention` needs one of
-the two); for doubles `doubles`, `doubles2` (`doubles` plus stats, speed, damage
-estimates and matchups) or `doubles3` (`doubles2` plus a block per Pokémon and per move;
-`model=attention` reads it on doubles); `docs/extending.md` adds your own. This page is generated
-from `mapleenv/encoders/simple.py`, `mapleenv/encoders/doubles.py`,
-`mapleenv/encoders/rich/doubles2.py`, `doubles3.py` and `mapleenv/encoders/rich/layout.py`
+An encoder turns a battle, seen from our side, into one float32 vector whose every feature
+lies inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN or inf.
+`env.encoder=<name>` picks one: for singles `simple` (a singles format's default), `rich` or
+`rich2` (`rich` plus futile-move and random-battle-set features; `model=attention` needs one
+of the two); for doubles `doubles` (a doubles format's default), `doubles2` (`doubles` plus
+stats, speed, damage estimates and matchups) or `doubles3` (`doubles2` plus a block per
+Pokémon and per move; `model=attention` reads it on doubles); `docs/extending.md` adds your
+own. This page is generated from `mapleenv/encoders/simple.py`,
+`mapleenv/encoders/doubles.py`, `mapleenv/encoders/rich/doubles2.py`, `doubles3.py` and
+`mapleenv/encoders/rich/layout.py`
 (`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
 
-## `simple`: {simple_size} hand-made features (the default)
+## `simple`: {simple_size} hand-made features (the singles default)
 
 `mapleenv.encoders.simple.SimpleEncoder`: a small baseline encoding, cheap to compute, of
 what is on the field. Absent Pokémon (no active, an empty team slot) leave their features

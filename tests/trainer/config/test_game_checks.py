@@ -31,7 +31,11 @@ def test_a_doubles_env_with_its_encoder_and_the_lstm_has_no_problem() -> None:
 @pytest.mark.parametrize(
     ("values", "model", "expected"),
     [
-        ({"battle_format": DOUBLES}, "lstm", ["env.encoder: encoder 'simple' reads singles"]),
+        (
+            {"battle_format": DOUBLES, "encoder": "simple"},
+            "lstm",
+            ["env.encoder: encoder 'simple' reads singles"],
+        ),
         ({"encoder": "doubles"}, "lstm", ["env.encoder: encoder 'doubles' reads doubles"]),
         (
             {"battle_format": DOUBLES, "encoder": "doubles"},

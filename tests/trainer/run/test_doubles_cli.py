@@ -228,7 +228,7 @@ def _compose(config: str, *overrides: str):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ((DOUBLES,), "encoder 'simple' reads singles battles"),
+        ((DOUBLES, "env.encoder=simple"), "encoder 'simple' reads singles battles"),
         (("env.encoder=doubles",), "encoder 'doubles' reads doubles battles"),
         ((DOUBLES, "env.encoder=doubles", "model=attention"), "model=attention reads"),
         ((DOUBLES, "env.encoder=doubles", "env.opponent=calc"), "'calc' plays singles only"),
