@@ -1,14 +1,24 @@
 """The battle formats the pinned simulator knows, to stop a bad ``battle_format`` at start
-(the simulator would otherwise fall back or fail deep in a battle)."""
+(the simulator would otherwise fall back or fail deep in a battle).
+
+Listing them takes a Node start (~0.3 s of CPU), so the list is kept in Maple's data folder
+(``<data dir>/cache/``), keyed by the simulator package's path, version and formats file: a
+command or test process reads it instead, and a new or edited simulator lists anew.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
+import hashlib
 import json
+import os
 import subprocess
+import tempfile
+from pathlib import Path
 
-from mapleenv.showdown.package import ShowdownError, find_node, find_showdown
+from mapleenv.showdown.package import ShowdownError, data_dir, find_node, find_showdown
 
 _LIST_FORMATS = """
 const {Dex} = require(process.argv[1]);
@@ -41,20 +51,74 @@ def game_type(battle_format: str) -> str:
 def known_formats() -> dict[str, tuple[bool, str]]:
     """Every format id of the pinned ``pokemon-showdown`` package -> whether it needs teams
     (no random-team generator) and its game type (``singles``, ``doubles``, ...)."""
-    sim = find_showdown() / "dist" / "sim"
+    package = find_showdown()
+    cache = _cache_file(package)
+    cached = _read_cache(cache) if cache is not None else None
+    if cached is not None:
+        return cached
     try:
         proc = subprocess.run(
-            [find_node(), "-e", _LIST_FORMATS, str(sim)],
+            [find_node(), "-e", _LIST_FORMATS, str(package / "dist" / "sim")],
             capture_output=True,
             text=True,
             timeout=120,
             check=True,
         )
-        return {
-            key: (bool(team), str(game)) for key, (team, game) in json.loads(proc.stdout).items()
-        }
+        formats = _parse(json.loads(proc.stdout))
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         raise ShowdownError(f"could not list the simulator's formats: {exc}") from exc
+    if cache is not None:
+        _write_cache(cache, formats)
+    return formats
+
+
+def _parse(listed: object) -> dict[str, tuple[bool, str]]:
+    """The listing's ``{id: [needs_team, game_type]}``; ``ValueError`` for anything else."""
+    if not isinstance(listed, dict) or not listed:
+        raise ValueError("not a format listing")
+    formats = {}
+    for key, entry in listed.items():
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], str)):
+            raise ValueError(f"bad format entry {key!r}")
+        formats[str(key)] = (bool(entry[0]), entry[1])
+    return formats
+
+
+def _cache_file(package: Path) -> Path | None:
+    """Where the listing of ``package`` is kept: named by a digest of the package's path,
+    version and formats file (size and modification time); None if it cannot be read."""
+    try:
+        version = json.loads((package / "package.json").read_text())["version"]
+        stat = (package / "dist" / "config" / "formats.js").stat()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    key = f"{package.resolve()}|{version}|{stat.st_size}|{stat.st_mtime_ns}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return data_dir() / "cache" / f"formats-{digest}.json"
+
+
+def _read_cache(path: Path) -> dict[str, tuple[bool, str]] | None:
+    """The kept listing, or None when it is missing or not one (it is listed anew)."""
+    try:
+        return _parse(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_cache(path: Path, formats: dict[str, tuple[bool, str]]) -> None:
+    """Keep the listing (atomically: a temp file, then a rename); a folder that cannot be
+    written only means the next process lists again."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".formats-", suffix=".tmp")
+        with os.fdopen(fd, "w") as out:
+            json.dump({key: list(value) for key, value in formats.items()}, out)
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def check_format(battle_format: str, has_team: bool = False, team_key: str = "team") -> None:
