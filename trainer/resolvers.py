@@ -32,13 +32,16 @@ def hydra_subdir(resume: str | None, stamp: str) -> str:
     return f".hydra/resumed_{stamp}" if resume else ".hydra"
 
 
-def encoder(battle_format: str) -> str:
-    """``env.encoder`` when the config names none: the format's own encoder (``simple`` for
-    singles, ``doubles`` for doubles), so a doubles format trains with a singles
-    experiment's command; a concrete name, which checkpoints record."""
+def encoder(battle_format: str, model_kind: str) -> str:
+    """``env.encoder`` when the config names none: the one ``model.kind`` reads on the
+    format's game (``model=attention``: ``rich2`` on singles, ``doubles3`` on doubles), else
+    the format's own (``simple`` for singles, ``doubles`` for doubles); so a doubles format
+    or another policy trains with a singles experiment's command. A concrete name, which
+    checkpoints record."""
     from mapleenv.encoders import default_encoder
+    from trainer.config.games import model_encoders
 
-    return default_encoder(battle_format)
+    return (model_encoders(battle_format, model_kind) or (default_encoder(battle_format),))[0]
 
 
 OmegaConf.register_new_resolver("maple.run_dir", run_dir, replace=True)

@@ -7,7 +7,7 @@ exit code 2 before anything starts, not a crash in an env worker mid-run (issue 
 
 * the encoder must read the format's game (``env.encoder=doubles`` on doubles);
 * ``model=attention`` reads entity tokens: the rich encoders' on singles, ``doubles3``'s on
-  doubles;
+  doubles (the encoder it gets when none is named);
 * decision-time search (``search.enabled``) reads singles battles;
 * the ``calc`` opponent plays singles only; a ``policy:`` checkpoint or a resumed, evaluated
   or played checkpoint must have been trained on the same game.
@@ -20,8 +20,19 @@ from typing import Any
 
 from mapleenv.showdown import is_doubles_format
 
-# policy kinds that read given encoders on doubles (on singles their builders check the layout)
-MODEL_DOUBLES_ENCODERS = {"attention": ("doubles3",)}
+# policy kinds that read given encoders only, per game (the first: ``env.encoder``'s default
+# with that model, :func:`trainer.resolvers.encoder`)
+MODEL_ENCODERS = {
+    "singles": {"attention": ("rich2", "rich")},
+    "doubles": {"attention": ("doubles3",)},
+}
+
+
+def model_encoders(battle_format: str, model_kind: str) -> tuple[str, ...]:
+    """The encoders ``model.kind`` reads on ``battle_format``'s game (empty: any of the
+    game's)."""
+    game = "doubles" if is_doubles_format(battle_format) else "singles"
+    return MODEL_ENCODERS[game].get(str(model_kind), ())
 
 
 def train_game_problems(env: Any, model_kind: str) -> list[str]:
@@ -31,17 +42,17 @@ def train_game_problems(env: Any, model_kind: str) -> list[str]:
     from mapleenv.opponents import check_policy_files
 
     fmt = str(env.battle_format)
-    doubles = is_doubles_format(fmt)
     problems = []
     try:
         check_game_type(make_encoder(env.encoder), str(env.encoder), fmt)
     except ValueError as exc:
         problems.append(f"env.encoder: {exc}")
-    encoders = MODEL_DOUBLES_ENCODERS.get(str(model_kind))
-    if doubles and encoders and str(env.encoder) not in encoders:
+    encoders = model_encoders(fmt, model_kind)
+    if encoders and str(env.encoder) not in encoders:
+        game = "doubles" if is_doubles_format(fmt) else "singles"
         problems.append(
             f"model={model_kind} reads the {'/'.join(encoders)} encoder's tokens on "
-            f"{fmt!r}, a doubles format: set env.encoder={encoders[0]}"
+            f"{fmt!r}, a {game} format: set env.encoder={encoders[0]}"
         )
     for key, opponent in (("env.opponent", env.opponent), ("env.teacher", env.teacher)):
         if opponent is None:

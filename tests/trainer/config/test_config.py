@@ -206,10 +206,14 @@ def test_mask_futile_is_an_env_key_and_an_evaluate_and_play_override() -> None:
         (["env.battle_format=gen9vgc2025regi"], "doubles"),
         (["env.battle_format=gen9randomdoublesbattle", "env.encoder=doubles3"], "doubles3"),
         (["env.encoder=rich2"], "rich2"),
+        (["model=attention"], "rich2"),  # what the model reads
+        (["model=attention", "env.battle_format=gen9randomdoublesbattle"], "doubles3"),
+        (["model=attention", "env.encoder=rich"], "rich"),
     ],
 )
 def test_env_encoder_defaults_to_the_formats_own(overrides: list[str], encoder: str) -> None:
     """A singles experiment's command trains doubles when the format says doubles (issue
-    32's new-user try); a named encoder stays; the composed value is a concrete name."""
+    32's new-user try) and the attention policy when the model says so; a named encoder
+    stays; the composed value is a concrete name."""
     cfg = compose_cfg("+experiment=smoke", *overrides)
     assert cfg.env.encoder == encoder

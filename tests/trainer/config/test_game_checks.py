@@ -48,6 +48,14 @@ def test_a_doubles_env_with_its_encoder_and_the_lstm_has_no_problem() -> None:
             ["env.opponent: opponent 'calc' plays singles only"],
         ),
         (
+            {"encoder": "simple"},
+            "attention",
+            [
+                "model=attention reads the rich2/rich encoder's tokens on 'gen9randombattle', a "
+                "singles format: set env.encoder=rich2"
+            ],
+        ),
+        (
             {"battle_format": DOUBLES, "encoder": "rich", "teacher": "calc"},
             "attention",
             ["env.encoder", "model=attention", "env.teacher: opponent 'calc'"],
