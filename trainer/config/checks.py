@@ -149,7 +149,7 @@ def _check_game(cfg: TrainConfig) -> list[str]:
         return []
     from trainer.config.games import train_game_problems
 
-    return train_game_problems(cfg.env, cfg.model.kind)
+    return train_game_problems(cfg.env, cfg.model.kind, cfg.model.action_head)
 
 
 def _check_spec(env: EnvConfig) -> list[str]:

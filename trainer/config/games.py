@@ -7,7 +7,7 @@ exit code 2 before anything starts, not a crash in an env worker mid-run (issue 
 
 * the encoder must read the format's game (``env.encoder=doubles`` on doubles);
 * ``model=attention`` reads entity tokens: the rich encoders' on singles, ``doubles3``'s on
-  doubles (the encoder it gets when none is named);
+  doubles (the encoder it gets when none is named); ``model.action_head=pair`` is doubles';
 * decision-time search (``search.enabled``) reads singles battles;
 * the ``calc`` opponent plays singles only; a ``policy:`` checkpoint or a resumed, evaluated
   or played checkpoint must have been trained on the same game.
@@ -35,9 +35,10 @@ def model_encoders(battle_format: str, model_kind: str) -> tuple[str, ...]:
     return MODEL_ENCODERS[game].get(str(model_kind), ())
 
 
-def train_game_problems(env: Any, model_kind: str) -> list[str]:
-    """The problems of a training config's Showdown ``env`` (a ``ShowdownEnvConfig``) and
-    ``model.kind`` with its format's game, as one-line messages (empty: none)."""
+def train_game_problems(env: Any, model_kind: str, action_head: str = "auto") -> list[str]:
+    """The problems of a training config's Showdown ``env`` (a ``ShowdownEnvConfig``),
+    ``model.kind`` and ``model.action_head`` with its format's game, as one-line messages
+    (empty: none)."""
     from mapleenv.encoders import check_game_type, make_encoder
     from mapleenv.opponents import check_policy_files
 
@@ -53,6 +54,11 @@ def train_game_problems(env: Any, model_kind: str) -> list[str]:
         problems.append(
             f"model={model_kind} reads the {'/'.join(encoders)} encoder's tokens on "
             f"{fmt!r}, a {game} format: set env.encoder={encoders[0]}"
+        )
+    if str(action_head) == "pair" and not is_doubles_format(fmt):
+        problems.append(
+            f"model.action_head=pair scores doubles' joint actions (two slots) and {fmt!r} "
+            "is a singles format: use model.action_head=auto or flat"
         )
     for key, opponent in (("env.opponent", env.opponent), ("env.teacher", env.teacher)):
         if opponent is None:

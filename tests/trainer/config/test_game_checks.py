@@ -97,3 +97,10 @@ def test_a_checkpoint_of_the_other_game_is_one_line_naming_both() -> None:
         check_policy_game(singles, DOUBLES, "x.pt")
     with pytest.raises(ValueError, match="x.pt is a doubles policy .* is a singles format"):
         check_policy_game(doubles, "gen9ou", "x.pt")
+
+
+def test_the_pair_head_is_refused_on_singles_only() -> None:
+    (problem,) = train_game_problems(_env(encoder="simple"), "lstm", "pair")
+    assert problem.startswith("model.action_head=pair scores doubles' joint actions")
+    assert train_game_problems(_env(battle_format=DOUBLES, encoder="doubles"), "lstm", "pair") == []
+    assert train_game_problems(_env(encoder="simple"), "lstm", "flat") == []
