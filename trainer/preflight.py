@@ -23,6 +23,20 @@ def check_seed(seed: int | None, key: str = "seed") -> None:
         raise ValueError(f"{key} must be in 0..{MAX_SEED}, got {seed}")
 
 
+def check_device(device: str) -> None:
+    """``device=cuda``/``mps`` on a machine without one: a ``ValueError`` (one line) before
+    anything starts (``auto`` falls back to the CPU, ``cpu`` is always there). Imports torch
+    only for those two."""
+    if device.split(":")[0] not in ("cuda", "mps"):
+        return
+    from trainer.run.device import resolve_device
+
+    try:
+        resolve_device(device)
+    except RuntimeError as exc:
+        raise ValueError(str(exc)) from exc
+
+
 def _refuse(exc: BaseException, logger: str) -> None:
     """The one line for an exception in a preflight: its message (and its type, for an
     error no check expected)."""
@@ -51,6 +65,7 @@ class TrainPreflight(Callback):
 
         try:
             typed = to_train_config(_task_config(config))
+            check_device(typed.device)
             opponent = getattr(typed.env, "opponent", None)
             battle_format = getattr(typed.env, "battle_format", None)
             if opponent is not None:  # policy:<file> members: the full checkpoint check
@@ -113,6 +128,7 @@ class EvaluatePreflight(Callback):
         try:
             cfg = OmegaConf.to_object(_task_config(config))
             check_seed(cfg.seed)
+            check_device(cfg.device)
             if cfg.output:
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one

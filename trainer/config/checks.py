@@ -270,6 +270,13 @@ def _env_checks(e: EnvConfig) -> list[Check]:
             "env.battles_per_worker > 1 needs env.vectorization=async",
         ),
         (
+            not isinstance(e, ShowdownEnvConfig)
+            or e.vectorization != ShowdownVectorization.ray
+            or e.num_envs >= e.ray.shards >= 1,
+            f"env.num_envs ({e.num_envs}) must be >= env.ray.shards "
+            f"({getattr(getattr(e, 'ray', None), 'shards', None)}, >= 1): each shard runs an env",
+        ),
+        (
             not isinstance(e, GymEnvConfig) or is_choice(e.vectorization, GymVectorization),
             f"env.vectorization must be {choices(GymVectorization)}, "
             f"got {getattr(e, 'vectorization', None)!r}",
@@ -357,6 +364,12 @@ def _algo_checks(cfg: TrainConfig) -> list[Check]:
 def _selfplay_checks(cfg: TrainConfig) -> list[Check]:
     s = cfg.selfplay
     return [
+        (s.every >= 1, f"selfplay.every must be >= 1, got {s.every}"),
+        (s.pool_size >= 1, f"selfplay.pool_size must be >= 1, got {s.pool_size}"),
+        (
+            s.archive_size >= 0 and s.archive_every >= 1,
+            "selfplay.archive_size must be >= 0 and selfplay.archive_every >= 1",
+        ),
         (
             s.promote_win_rate is None or 0 < s.promote_win_rate <= 1,
             "selfplay.promote_win_rate must be in (0, 1] (or null: push every `every` updates)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -217,3 +218,33 @@ def test_env_encoder_defaults_to_the_formats_own(overrides: list[str], encoder: 
     stays; the composed value is a concrete name."""
     cfg = compose_cfg("+experiment=smoke", *overrides)
     assert cfg.env.encoder == encoder
+
+
+@pytest.mark.integration  # node lists the simulator's formats
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["selfplay.pool_size=0"], "selfplay.pool_size must be >= 1, got 0"),
+        (["selfplay.every=0"], "selfplay.every must be >= 1, got 0"),
+        (["selfplay.archive_every=0"], "selfplay.archive_every >= 1"),
+        (["env.vectorization=ray"], "env.num_envs (1) must be >= env.ray.shards (2, >= 1)"),
+    ],
+)
+def test_values_the_run_would_fail_on_are_refused_at_start(overrides, message) -> None:
+    """Each of these used to start the run (its run dir made) and stop with a traceback."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        to_train_config(compose_cfg("+experiment=smoke", *overrides))
+
+
+def test_a_device_this_machine_lacks_is_one_line() -> None:
+    import torch
+
+    from trainer.preflight import check_device
+
+    check_device("cpu")
+    check_device("auto")
+    if torch.cuda.is_available():
+        check_device("cuda")
+    else:
+        with pytest.raises(ValueError, match="device=cuda requested but CUDA is not available"):
+            check_device("cuda")
