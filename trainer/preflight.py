@@ -123,7 +123,7 @@ class EvaluatePreflight(Callback):
         from mapleenv.opponents import check_policy_files
         from mapleenv.paths import check_writable
         from mapleenv.plugins import import_plugins
-        from trainer.config import checkpoint_battle_format
+        from trainer.config import check_evaluation, checkpoint_battle_format
 
         try:
             cfg = OmegaConf.to_object(_task_config(config))
@@ -132,6 +132,7 @@ class EvaluatePreflight(Callback):
             if cfg.output:
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
+            check_evaluation(list(cfg.opponents), cfg.battles, cfg.num_envs)
             checkpoint = _read_checkpoint(cfg.checkpoint)
             battle_format = checkpoint_battle_format(cfg.battle_format, checkpoint)
             for name in cfg.opponents:

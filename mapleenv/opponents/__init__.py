@@ -89,6 +89,17 @@ def opponent_names() -> list[str]:
     return [*BASELINES, *(f"{p}:<...>" for p in sorted(_FACTORIES))]
 
 
+def check_opponent_name(name: str) -> None:
+    """``ValueError`` (one line) for a name that no baseline and no registered prefix makes
+    (the plugin modules that register prefixes are imported first)."""
+    prefix, _, argument = name.partition(":")
+    if prefix not in BASELINES and prefix not in _FACTORIES:
+        for module in PLUGIN_MODULES:
+            importlib.import_module(module)
+    if not ((prefix in BASELINES and not argument) or prefix in _FACTORIES):
+        raise ValueError(f"unknown opponent {name!r}; valid: {', '.join(opponent_names())}")
+
+
 def make_opponent(
     name: str | Mapping[str, Any],
     battle_format: str = "gen9randombattle",
@@ -102,17 +113,13 @@ def make_opponent(
         from mapleenv.opponents.mix import opponent_spec
 
         name = opponent_spec(name)  # TypeError (one line) for anything else
+    check_opponent_name(name)
     prefix, _, argument = name.partition(":")
-    if prefix not in BASELINES and prefix not in _FACTORIES:
-        for module in PLUGIN_MODULES:
-            importlib.import_module(module)
     if prefix in BASELINES and not argument:
         kwargs.setdefault("account_configuration", AccountConfiguration(unique_username("o"), None))
         kwargs.setdefault("log_level", logging.WARNING)
         return BASELINES[prefix](battle_format=battle_format, start_listening=False, **kwargs)
-    if prefix in _FACTORIES:
-        return _FACTORIES[prefix](argument, battle_format=battle_format, seed=seed, **kwargs)
-    raise ValueError(f"unknown opponent {name!r}; valid: {', '.join(opponent_names())}")
+    return _FACTORIES[prefix](argument, battle_format=battle_format, seed=seed, **kwargs)
 
 
 def opponent_battles(opponent: Player) -> dict[str, Any]:

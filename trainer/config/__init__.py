@@ -4,6 +4,7 @@
 from mapleenv.policies import Activation, ModelConfig, ModelKind
 from trainer.config.checks import (
     ConfigError,
+    check_evaluation,
     checkpoint_battle_format,
     checkpoint_mask_futile,
     team_path,
@@ -55,6 +56,7 @@ __all__ = [
     "ShowdownEnvConfig",
     "ShowdownVectorization",
     "TrainConfig",
+    "check_evaluation",
     "checkpoint_battle_format",
     "checkpoint_mask_futile",
     "choices",

@@ -120,17 +120,18 @@ def _check_extensions(env: EnvConfig) -> list[str]:
     import importlib
 
     from mapleenv.encoders import make_encoder
-    from mapleenv.opponents import PLUGIN_MODULES, opponent_names
+    from mapleenv.opponents import PLUGIN_MODULES, check_opponent_name
     from mapleenv.reward import make_reward
 
     for module in PLUGIN_MODULES:  # they register policy:, self, mix:
         importlib.import_module(module)
-    known = {name.partition(":")[0] for name in opponent_names()}
     names = [("env.opponent", n) for n in _opponent_names(env.opponent)]
     names += [("env.teacher", env.teacher)] if env.teacher is not None else []
     for key, name in names:
-        if name.partition(":")[0] not in known:
-            return [f"{key}: unknown opponent {name!r}; valid: {', '.join(opponent_names())}"]
+        try:
+            check_opponent_name(name)
+        except ValueError as exc:
+            return [f"{key}: {exc}"]
     for key, build in (
         ("env.encoder", lambda: make_encoder(env.encoder)),
         ("env.reward_fn", lambda: make_reward(env.reward_fn, env.reward)),
@@ -200,6 +201,26 @@ def team_path(value: str | None) -> str | None:
     from hydra.utils import to_absolute_path
 
     return to_absolute_path(str(value))
+
+
+def check_evaluation(opponents: list[str], battles: int, num_envs: int) -> None:
+    """An evaluation's own counts and opponent names (``trainer.evaluate``'s preflight and
+    :func:`trainer.evaluation.evaluate_policy`): a one-line ``ValueError``; self-play
+    (``self``) has no snapshots outside training."""
+    from mapleenv.opponents import check_opponent_name, uses_self_play
+
+    for name, value in (("battles", battles), ("num_envs", num_envs)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    if not opponents:
+        raise ValueError("no opponents to evaluate against")
+    for name in opponents:
+        check_opponent_name(name)
+        if uses_self_play(name):
+            raise ValueError(
+                f"opponent {name!r}: 'self' plays snapshots pushed during "
+                "training; evaluate against policy:<checkpoint> instead"
+            )
 
 
 def checkpoint_mask_futile(value: bool | None, checkpoint: Mapping[str, Any]) -> bool:

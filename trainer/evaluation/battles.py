@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from mapleenv.policies import sample_actions
+from trainer.config import check_evaluation
 from trainer.envs.episodes import finished_infos, finished_values
 from trainer.envs.spaces import ObsAdapter
 from trainer.evaluation.quality import battle_quality, mean_quality
@@ -171,7 +172,7 @@ def evaluate_policy(
     ``mapleenv.search.SearchConfig`` re-deciding the policy's picks (docs/search.md).
     ``encoder``: the policy's (``None``: the format's default, ``mapleenv.EnvSpec``).
     """
-    _check_counts(battles=battles, num_envs=num_envs)
+    check_evaluation(list(opponents), battles, num_envs)
     spec = _evaluation_spec(
         opponents,
         battle_format=battle_format,
@@ -260,13 +261,6 @@ def _searcher(search: Any) -> Any:
     return Searcher(search)
 
 
-def _check_counts(**counts: int) -> None:
-    """One line for a count below 1 (``battles``, ``num_envs``)."""
-    for name, value in counts.items():
-        if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
-
-
 def _check_game(policy: torch.nn.Module, encoder: str, battle_format: str) -> None:
     """The encoder and the policy's action space fit the format's game (singles or
     doubles): a one-line ``ValueError`` before any env starts, not one per worker."""
@@ -290,19 +284,12 @@ def _check_game(policy: torch.nn.Module, encoder: str, battle_format: str) -> No
 def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:
     """The one env spec of every opponent's envs, checked once (plugins imported, the
     format checked, teams read and validated once)."""
-    from mapleenv.opponents import check_policy_files, uses_self_play
+    from mapleenv.opponents import check_policy_files
     from mapleenv.plugins import import_plugins
     from mapleenv.spec import EnvSpec
 
-    if not opponents:
-        raise ValueError("no opponents to evaluate against")
     import_plugins(settings["plugins"])
     for name in opponents:
-        if uses_self_play(name):
-            raise ValueError(
-                f"opponent {name!r}: 'self' plays snapshots pushed during "
-                "training; evaluate against policy:<checkpoint> instead"
-            )
         # policy:<checkpoint>: the safe loader, before any worker; either game's opponents
         check_policy_files(name, settings.get("battle_format"))
     # masked sampling: an illegal action is a bug

@@ -369,11 +369,11 @@ def test_evaluate_names_the_plugins_to_pass_and_imports_none(tmp_path, marker):
     named = tiny_with(tmp_path / "named.pt", plugins=[plugin])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     code, out = run_cli(
-        *("-m", "trainer.evaluate", f"checkpoint={named}", "battles=0"),
+        *("-m", "trainer.evaluate", f"checkpoint={named}", "max_turns=0"),
         f"hydra.run.dir={tmp_path / 'eval'}",
         env=env,
     )
-    assert code == 2 and "battles must be >= 1" in out, out[-3000:]  # stopped after the check
+    assert code == 2 and "max_turns must be >= 1" in out, out[-3000:]  # stopped after the check
     line = assert_one_line(out, "WARNING", str(named))
     assert f"plugins ['{plugin}'], which are not imported" in line
     assert f"pass plugins=[{plugin}]" in line

@@ -141,7 +141,8 @@ def test_overrides_hydra_cannot_compose_are_one_line_exit_2_for_every_cli(tmp_pa
 
 def _settings_cases(tmp_path: Path) -> list[tuple[str, list[str], str]]:
     """(module, overrides, the line's fragment): seeds out of range, a results path that
-    cannot be written, a team folder with a symlink loop and a dangling link (issue 34)."""
+    cannot be written, a team folder with a symlink loop and a dangling link (issue 34),
+    evaluation counts and opponents no evaluation can use."""
     from builders import write_tiny_checkpoint
 
     good = write_tiny_checkpoint(tmp_path / "files" / "tiny.pt")
@@ -167,6 +168,9 @@ def _settings_cases(tmp_path: Path) -> list[tuple[str, list[str], str]]:
             "in team folder cannot be read: Too many levels of symbolic links",
         ),
         (evaluate[0], [*evaluate[1:], f"team={loop}"], "Too many levels of symbolic links"),
+        (evaluate[0], [*evaluate[1:], "battles=0"], "battles must be >= 1, got 0"),
+        (evaluate[0], [*evaluate[1:], "opponents=[nobody]"], "unknown opponent 'nobody'"),
+        (evaluate[0], [*evaluate[1:], "opponents=[self]"], "'self' plays snapshots pushed"),
         (
             play[0],
             [*play[1:], "battle_format=gen9ou", f"team={dangling}"],
