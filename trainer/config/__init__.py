@@ -4,12 +4,13 @@
 from mapleenv.policies import Activation, ModelConfig, ModelKind
 from trainer.config.checks import (
     ConfigError,
-    check_evaluation,
     checkpoint_battle_format,
     checkpoint_mask_futile,
+    gym_id_problem,
     team_path,
     to_train_config,
 )
+from trainer.config.eval_checks import check_evaluation, periodic_eval_problems
 from trainer.config.schema import (
     DEFAULT_OPPONENTS,
     AlgoConfig,
@@ -57,6 +58,8 @@ __all__ = [
     "ShowdownVectorization",
     "TrainConfig",
     "check_evaluation",
+    "gym_id_problem",
+    "periodic_eval_problems",
     "checkpoint_battle_format",
     "checkpoint_mask_futile",
     "choices",

@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from mapleenv.policies import ActionHead, Activation, ModelKind
+from trainer.config.eval_checks import periodic_eval_problems
 from trainer.config.schema import (
     AlgoName,
     Backend,
@@ -68,12 +69,21 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
         or _check_spec(obj.env)
         or _check_extensions(obj.env)
         or _check_game(obj)
+        or periodic_eval_problems(obj.eval, obj.env)
+        or _check_gym(obj.env)
     )
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
     if obj.algo.aux_coef > 0 and isinstance(obj.env, ShowdownEnvConfig):
         obj.env.opponent_action_target = True  # the auxiliary loss's target: one key for both
     return obj
+
+
+def _check_gym(env: EnvConfig) -> list[str]:
+    if not isinstance(env, GymEnvConfig):
+        return []
+    problem = gym_id_problem(env.id)
+    return [problem] if problem else []
 
 
 def _check_capacity(env: EnvConfig) -> list[str]:
@@ -203,24 +213,17 @@ def team_path(value: str | None) -> str | None:
     return to_absolute_path(str(value))
 
 
-def check_evaluation(opponents: list[str], battles: int, num_envs: int) -> None:
-    """An evaluation's own counts and opponent names (``trainer.evaluate``'s preflight and
-    :func:`trainer.evaluation.evaluate_policy`): a one-line ``ValueError``; self-play
-    (``self``) has no snapshots outside training."""
-    from mapleenv.opponents import check_opponent_name, uses_self_play
+def gym_id_problem(env_id: str) -> str | None:
+    """Why ``env.id`` cannot be made (not a registered Gymnasium id), or None."""
+    import gymnasium as gym
 
-    for name, value in (("battles", battles), ("num_envs", num_envs)):
-        if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
-    if not opponents:
-        raise ValueError("no opponents to evaluate against")
-    for name in opponents:
-        check_opponent_name(name)
-        if uses_self_play(name):
-            raise ValueError(
-                f"opponent {name!r}: 'self' plays snapshots pushed during "
-                "training; evaluate against policy:<checkpoint> instead"
-            )
+    import mapleenv  # noqa: F401  (registers mapleenv/* ids, e.g. mapleenv/Memory-v0)
+
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as exc:
+        return f"env.id {env_id!r} is not a registered Gymnasium env: {exc}"
+    return None
 
 
 def checkpoint_mask_futile(value: bool | None, checkpoint: Mapping[str, Any]) -> bool:

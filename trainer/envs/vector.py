@@ -13,7 +13,14 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWra
 from gymnasium.vector.async_vector_env import AsyncState
 
 from mapleenv.vector import EnvPoolFailed, EnvWorkersFailing
-from trainer.config import ConfigError, EnvConfig, GymEnvConfig, ShowdownEnvConfig, env_spec
+from trainer.config import (
+    ConfigError,
+    EnvConfig,
+    GymEnvConfig,
+    ShowdownEnvConfig,
+    env_spec,
+    gym_id_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -174,12 +181,9 @@ def worker_failure(
 
 
 def _make_gym(cfg: GymEnvConfig) -> VectorEnv:
-    import mapleenv  # noqa: F401  (registers mapleenv/* ids, e.g. mapleenv/Memory-v0)
-
-    try:
-        gym.spec(cfg.id)
-    except gym.error.Error as exc:
-        raise ValueError(f"env.id {cfg.id!r} is not a registered Gymnasium env: {exc}") from exc
+    problem = gym_id_problem(cfg.id)  # also registers mapleenv/* ids
+    if problem:
+        raise ValueError(problem)
     vector_kwargs: dict = {"autoreset_mode": AutoresetMode.SAME_STEP}
     if cfg.vectorization == "async" and cfg.context:
         vector_kwargs["context"] = cfg.context

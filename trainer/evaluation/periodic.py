@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from trainer.config import PeriodicEvalConfig
+from trainer.config import PeriodicEvalConfig, periodic_eval_problems
 from trainer.evaluation.battles import evaluate_policy
 from trainer.evaluation.output import results_json
 
@@ -26,10 +26,9 @@ class PeriodicEvaluator:
     """
 
     def __init__(self, cfg: PeriodicEvalConfig, env_cfg: Any, run_dir: str | Path, seed: int = 0):
-        if cfg.every < 0 or cfg.battles < 1 or cfg.num_envs < 1:
-            raise ValueError("eval.every must be >= 0, eval.battles and eval.num_envs >= 1")
-        if cfg.every and not hasattr(env_cfg, "battle_format"):
-            raise ValueError("eval.every > 0 needs Showdown envs (env=showdown)")
+        problems = periodic_eval_problems(cfg, env_cfg)
+        if problems:
+            raise ValueError("; ".join(problems))
         self.cfg, self.env_cfg, self.run_dir, self.seed = cfg, env_cfg, Path(run_dir), seed
 
     def columns(self) -> list[str]:

@@ -228,12 +228,27 @@ def test_env_encoder_defaults_to_the_formats_own(overrides: list[str], encoder: 
         (["selfplay.every=0"], "selfplay.every must be >= 1, got 0"),
         (["selfplay.archive_every=0"], "selfplay.archive_every >= 1"),
         (["env.vectorization=ray"], "env.num_envs (1) must be >= env.ray.shards (2, >= 1)"),
+        (["eval.every=-1"], "eval.every must be >= 0 (0 = off), got -1"),
+        (["eval.every=1", "eval.battles=0"], "eval.battles must be >= 1, got 0"),
+        (["eval.every=1", "eval.num_envs=0"], "eval.num_envs must be >= 1, got 0"),
+        (["eval.every=1", "eval.opponents=[]"], "eval.opponents: none given"),
+        (["eval.every=1", "eval.opponents=[nobody]"], "eval.opponents: unknown opponent 'nobody'"),
+        (["eval.every=1", "eval.opponents=[self]"], "eval.opponents: opponent 'self'"),
+        (["eval.every=0", "eval.battles=0"], None),  # off: its settings are not read
     ],
 )
 def test_values_the_run_would_fail_on_are_refused_at_start(overrides, message) -> None:
     """Each of these used to start the run (its run dir made) and stop with a traceback."""
+    if message is None:
+        to_train_config(compose_cfg("+experiment=smoke", *overrides))
+        return
     with pytest.raises(ConfigError, match=re.escape(message)):
         to_train_config(compose_cfg("+experiment=smoke", *overrides))
+
+
+def test_an_unregistered_gym_id_is_refused_at_start() -> None:
+    with pytest.raises(ConfigError, match="env.id 'NoSuchEnv-v0' is not a registered Gymnasium"):
+        to_train_config(compose_cfg("env=gym", "env.id=NoSuchEnv-v0", "+experiment=lstm_ppo"))
 
 
 def test_a_device_this_machine_lacks_is_one_line() -> None:
