@@ -9,10 +9,9 @@ the package stays light (no torch, no poke-env until used).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from gymnasium.envs.registration import register, registry
+
+from mapleenv.lazy import lazy_getattr
 
 ENV_ID = "mapleenv/Showdown-v0"
 MEMORY_ENV_ID = "mapleenv/Memory-v0"  # a toy memory task for checking recurrent learners
@@ -47,8 +46,4 @@ _LAZY = {
 __all__ = ["ENV_ID", "MEMORY_ENV_ID", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mapleenv' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -30,6 +30,7 @@ from typing import Any
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.ps_client import AccountConfiguration
 
+from mapleenv.lazy import lazy_getattr
 from mapleenv.opponents.calc import CalcPlayer
 
 # Modules imported (once) when an unknown opponent prefix is asked for.
@@ -57,11 +58,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mapleenv.opponents' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 OpponentFactory = Callable[..., Player]

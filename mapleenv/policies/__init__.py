@@ -15,8 +15,9 @@ its settings, and refuse bad ones, before it pays torch's import (~3 s of CPU on
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mapleenv.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from mapleenv.policies.actor_critic import ActorCritic
@@ -48,58 +49,52 @@ if TYPE_CHECKING:
     )
     from mapleenv.policies.spec_check import check_network
 
-# public name -> the module of this package that defines it
-_HOMES = {
-    "ActorCritic": "actor_critic",
-    "AttentionActorCritic": "attention",
-    "CHECKPOINT_DIR": "files",
-    "CheckpointError": "files",
-    "FORMAT_VERSION": "files",
-    "LAST": "files",
-    "load_checkpoint": "checkpoint",
-    "resolve_checkpoint": "files",
-    "to_plain": "checkpoint",
-    "ActionHead": "config",
-    "Activation": "config",
-    "ModelConfig": "config",
-    "ModelKind": "config",
-    "batch1_step": "inference",
-    "log_prob_entropy": "masking",
-    "mask_logits": "masking",
-    "sample_actions": "masking",
-    "PairHead": "pair_head",
-    "doubles_slots": "pair_head",
-    "resolve_action_head": "pair_head",
-    "Hidden": "recurrent",
-    "run_lstm": "recurrent",
-    "zero_state": "recurrent",
-    "POLICIES": "registry",
-    "PolicyBuilder": "registry",
-    "build_policy": "registry",
-    "checked_encoder": "snapshot",
-    "checked_snapshot": "snapshot",
-    "make_snapshot": "snapshot",
-    "policy_from_snapshot": "snapshot",
-    "policy_spec": "snapshot",
-    "read_snapshot": "snapshot",
-    "snapshot_encoder": "snapshot",
-    "snapshot_mask_futile": "snapshot",
-    "snapshot_plugins": "snapshot",
-    "check_network": "spec_check",
+# public name -> the module that defines it
+_LAZY = {
+    "ActorCritic": "mapleenv.policies.actor_critic",
+    "AttentionActorCritic": "mapleenv.policies.attention",
+    "CHECKPOINT_DIR": "mapleenv.policies.files",
+    "CheckpointError": "mapleenv.policies.files",
+    "FORMAT_VERSION": "mapleenv.policies.files",
+    "LAST": "mapleenv.policies.files",
+    "load_checkpoint": "mapleenv.policies.checkpoint",
+    "resolve_checkpoint": "mapleenv.policies.files",
+    "to_plain": "mapleenv.policies.checkpoint",
+    "ActionHead": "mapleenv.policies.config",
+    "Activation": "mapleenv.policies.config",
+    "ModelConfig": "mapleenv.policies.config",
+    "ModelKind": "mapleenv.policies.config",
+    "batch1_step": "mapleenv.policies.inference",
+    "log_prob_entropy": "mapleenv.policies.masking",
+    "mask_logits": "mapleenv.policies.masking",
+    "sample_actions": "mapleenv.policies.masking",
+    "PairHead": "mapleenv.policies.pair_head",
+    "doubles_slots": "mapleenv.policies.pair_head",
+    "resolve_action_head": "mapleenv.policies.pair_head",
+    "Hidden": "mapleenv.policies.recurrent",
+    "run_lstm": "mapleenv.policies.recurrent",
+    "zero_state": "mapleenv.policies.recurrent",
+    "POLICIES": "mapleenv.policies.registry",
+    "PolicyBuilder": "mapleenv.policies.registry",
+    "build_policy": "mapleenv.policies.registry",
+    "checked_encoder": "mapleenv.policies.snapshot",
+    "checked_snapshot": "mapleenv.policies.snapshot",
+    "make_snapshot": "mapleenv.policies.snapshot",
+    "policy_from_snapshot": "mapleenv.policies.snapshot",
+    "policy_spec": "mapleenv.policies.snapshot",
+    "read_snapshot": "mapleenv.policies.snapshot",
+    "snapshot_encoder": "mapleenv.policies.snapshot",
+    "snapshot_mask_futile": "mapleenv.policies.snapshot",
+    "snapshot_plugins": "mapleenv.policies.snapshot",
+    "check_network": "mapleenv.policies.spec_check",
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # once: later lookups skip this hook
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_HOMES))
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

@@ -3,8 +3,7 @@ or Ray actor shards (:mod:`mapleenv.vector.ray`); imported lazily (Ray only when
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from mapleenv.lazy import lazy_getattr
 
 _LAZY = {
     "BACKEND_ENV_VAR": "mapleenv.vector.local",
@@ -22,8 +21,4 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mapleenv.vector' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
