@@ -29,12 +29,11 @@ def check_device(device: str) -> None:
     only for those two."""
     if device.split(":")[0] not in ("cuda", "mps"):
         return
-    from trainer.run.device import resolve_device
+    from trainer.run.device import unavailable
 
-    try:
-        resolve_device(device)
-    except RuntimeError as exc:
-        raise ValueError(str(exc)) from exc
+    problem = unavailable(device)
+    if problem:
+        raise ValueError(problem)
 
 
 def _refuse(exc: BaseException, logger: str) -> None:

@@ -27,10 +27,11 @@ def check_evaluation(opponents: list[str], battles: int, num_envs: int, where: s
         except ValueError as exc:
             raise ValueError(f"{where}opponents: {exc}" if where else str(exc)) from None
         if uses_self_play(name):
-            raise ValueError(
-                f"{where}opponents: " * bool(where) + f"opponent {name!r}: 'self' plays "
-                "snapshots pushed during training; evaluate against policy:<checkpoint> instead"
+            message = (
+                f"opponent {name!r}: 'self' plays snapshots pushed during training; "
+                "evaluate against policy:<checkpoint> instead"
             )
+            raise ValueError(f"{where}opponents: {message}" if where else message)
 
 
 def periodic_eval_problems(eval_cfg: Any, env_cfg: Any) -> list[str]:

@@ -9,6 +9,16 @@ import torch
 log = logging.getLogger(__name__)
 
 
+def unavailable(name: str) -> str | None:
+    """Why ``device=name`` (``cuda[:N]``, ``mps``) cannot run on this machine, or None."""
+    kind = name.split(":")[0]
+    if kind == "cuda" and not torch.cuda.is_available():
+        return f"device={name} requested but CUDA is not available (torch {torch.__version__})"
+    if kind == "mps" and not torch.backends.mps.is_available():
+        return f"device={name} requested but MPS is not available"
+    return None
+
+
 def resolve_device(name: str = "auto") -> torch.device:
     """A ``torch.device`` for ``auto|cuda[:N]|mps|cpu``; fails clearly if it is unavailable."""
     if name == "auto":
@@ -20,12 +30,9 @@ def resolve_device(name: str = "auto") -> torch.device:
             device = torch.device("cpu")
     else:
         device = torch.device(name)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError(
-                f"device={name} requested but CUDA is not available (torch {torch.__version__})"
-            )
-        if device.type == "mps" and not torch.backends.mps.is_available():
-            raise RuntimeError(f"device={name} requested but MPS is not available")
+        problem = unavailable(name)
+        if problem:
+            raise RuntimeError(problem)
         if device.type not in ("cuda", "mps", "cpu"):
             raise ValueError(f"device must be auto|cuda|mps|cpu, got {name!r}")
     detail = torch.cuda.get_device_name(device) if device.type == "cuda" else ""
