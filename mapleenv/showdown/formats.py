@@ -2,8 +2,9 @@
 (the simulator would otherwise fall back or fail deep in a battle).
 
 Listing them takes a Node start (~0.3 s of CPU), so the list is kept in Maple's data folder
-(``<data dir>/cache/``), keyed by the simulator package's path, version and formats file: a
-command or test process reads it instead, and a new or edited simulator lists anew.
+(``<data dir>/cache/``), keyed by the simulator package's version and the contents of its
+formats file: a command or test process reads it instead (every install of the pinned package
+shares one file), and another or edited simulator lists anew.
 """
 
 from __future__ import annotations
@@ -85,15 +86,14 @@ def _parse(listed: object) -> dict[str, tuple[bool, str]]:
 
 
 def _cache_file(package: Path) -> Path | None:
-    """Where the listing of ``package`` is kept: named by a digest of the package's path,
-    version and formats file (size and modification time); None if it cannot be read."""
+    """Where the listing of ``package`` is kept: named by a digest of the package's version
+    and its formats file's contents (~2 ms to hash); None if they cannot be read."""
     try:
-        version = json.loads((package / "package.json").read_text())["version"]
-        stat = (package / "dist" / "config" / "formats.js").stat()
+        version = str(json.loads((package / "package.json").read_text())["version"])
+        formats = (package / "dist" / "config" / "formats.js").read_bytes()
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    key = f"{package.resolve()}|{version}|{stat.st_size}|{stat.st_mtime_ns}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    digest = hashlib.sha256(version.encode() + b"\0" + formats).hexdigest()[:24]
     return data_dir() / "cache" / f"formats-{digest}.json"
 
 

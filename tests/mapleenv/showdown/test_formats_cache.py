@@ -1,6 +1,6 @@
 """The simulator's format list is kept in Maple's data folder: a process reads it instead of
 starting Node, a file that is not a listing is listed anew, and a changed simulator package
-(its version or formats file) gets a file of its own."""
+(its version or formats file) gets a file of its own; two installs of the same one share it."""
 
 from __future__ import annotations
 
@@ -56,6 +56,11 @@ def test_the_file_is_named_by_the_package_version_and_formats_file(tmp_path: Pat
     (package / "dist" / "config" / "formats.js").write_text("exports.Formats = [1];")
     third = formats._cache_file(package)
     assert first is not None and len({first, second, third}) == 3
+    copy = tmp_path / "another install" / "pokemon-showdown"
+    (copy / "dist" / "config").mkdir(parents=True)
+    (copy / "package.json").write_text('{"version": "0.11.12"}')
+    (copy / "dist" / "config" / "formats.js").write_text("exports.Formats = [1];")
+    assert formats._cache_file(copy) == third  # the same package elsewhere: the same file
     (package / "package.json").unlink()
     assert formats._cache_file(package) is None  # unreadable: listed every time, not kept
 
