@@ -15,39 +15,7 @@ its settings, and refuse bad ones, before it pays torch's import (~3 s of CPU on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mapleenv.lazy import lazy_getattr
-
-if TYPE_CHECKING:
-    from mapleenv.policies.actor_critic import ActorCritic
-    from mapleenv.policies.attention import AttentionActorCritic
-    from mapleenv.policies.checkpoint import load_checkpoint, to_plain
-    from mapleenv.policies.config import ActionHead, Activation, ModelConfig, ModelKind
-    from mapleenv.policies.files import (
-        CHECKPOINT_DIR,
-        FORMAT_VERSION,
-        LAST,
-        CheckpointError,
-        resolve_checkpoint,
-    )
-    from mapleenv.policies.inference import batch1_step
-    from mapleenv.policies.masking import log_prob_entropy, mask_logits, sample_actions
-    from mapleenv.policies.pair_head import PairHead, doubles_slots, resolve_action_head
-    from mapleenv.policies.recurrent import Hidden, run_lstm, zero_state
-    from mapleenv.policies.registry import POLICIES, PolicyBuilder, build_policy
-    from mapleenv.policies.snapshot import (
-        checked_encoder,
-        checked_snapshot,
-        make_snapshot,
-        policy_from_snapshot,
-        policy_spec,
-        read_snapshot,
-        snapshot_encoder,
-        snapshot_mask_futile,
-        snapshot_plugins,
-    )
-    from mapleenv.policies.spec_check import check_network
 
 # public name -> the module that defines it
 _LAZY = {
@@ -97,41 +65,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-__all__ = [
-    "CHECKPOINT_DIR",
-    "FORMAT_VERSION",
-    "LAST",
-    "POLICIES",
-    "ActionHead",
-    "Activation",
-    "ActorCritic",
-    "AttentionActorCritic",
-    "CheckpointError",
-    "Hidden",
-    "ModelConfig",
-    "ModelKind",
-    "PairHead",
-    "PolicyBuilder",
-    "batch1_step",
-    "build_policy",
-    "check_network",
-    "checked_encoder",
-    "doubles_slots",
-    "checked_snapshot",
-    "load_checkpoint",
-    "log_prob_entropy",
-    "make_snapshot",
-    "mask_logits",
-    "policy_from_snapshot",
-    "policy_spec",
-    "read_snapshot",
-    "resolve_action_head",
-    "resolve_checkpoint",
-    "run_lstm",
-    "sample_actions",
-    "snapshot_encoder",
-    "snapshot_mask_futile",
-    "snapshot_plugins",
-    "to_plain",
-    "zero_state",
-]
+__all__ = sorted(_LAZY)
