@@ -1,11 +1,14 @@
 """scripts/stress/chaos.py: a short smoke-sized run under a high fault rate passes its own checks,
-and its JSON counts add up."""
+its JSON counts add up, and its log says what happened to each victim, in the words
+docs/reliability.md quotes. With tests/trainer/run/test_faults.py (the faults that end a
+run), this is the trainer-level test of every fault a run recovers from."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,11 +31,11 @@ def test_chaos_run_recovers_from_every_fault_kind(tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             sys.executable, str(ROOT / "scripts" / "stress" / "chaos.py"),
-            "--minutes", "1",
+            "--minutes", "0.25",
             "--experiment", "smoke",
             "--backend", BACKEND,
             *(["--sim-hosts", "1"] if BACKEND == "direct" else []),
-            "--faults-per-minute", "6",
+            "--faults-per-minute", "12",
             "--min-faults", "4",  # a shuffled bag of the 4 kinds: one of each
             "--step-timeout", "30",  # above a stopped simulator's replacement time
             "--seed", "1",
@@ -77,3 +80,30 @@ def test_chaos_run_recovers_from_every_fault_kind(tmp_path: Path) -> None:
     assert iterations == list(range(1, len(rows) + 1))  # no duplicate, none missing
     assert int(rows[-1]["global_step"]) == steps[-1]
     assert result["left_running"] == [] and result["sim_dirs_left"] == []
+
+    log = Path(segments[0]["log"]).read_text(errors="replace")
+    for event in events:
+        for line in _log_lines(event["kind"], event["pid"]):
+            assert re.search(line, log), (line, log[-3000:])
+
+
+def _log_lines(kind: str, pid: int) -> list[str]:
+    """Patterns of the lines the run logs about a fault of ``kind`` on process ``pid``."""
+    if kind == "kill_worker":  # its pipe may close before its exit is seen: the same fault;
+        # or the victim was a replacement still starting (killed before its first step)
+        return [
+            r"env worker \d+ failed \((its process ended|its pipe closed).*\): replacing"
+            r"|replacement \d+ of env worker \d+ failed"
+        ]
+    if kind == "stop_worker":
+        return [
+            r"env step stalled for over 10 s: worker\(s\) \[\d+\] silent",
+            r"env worker \d+ failed \(it did not answer a step within 30 s\): replacing it",
+        ]
+    if BACKEND == "direct":
+        if kind == "stop_simulator":
+            return [rf"simulator host \d+ \(pid {pid}\) did not answer a ping in 10 s; killing it"]
+        return [rf"simulator host \d+ \(pid {pid}\) died; restarting"]
+    if kind == "stop_simulator":
+        return [r"Showdown on \S+ is hung; killing it to restart it"]
+    return [r"Showdown on port \d+ is not running; restarting it"]
