@@ -32,22 +32,35 @@ if [ "$(cat "$STAMP" 2>/dev/null)" = "$want_stamp" ] \
   need_install=0
 fi
 [ "$need_install" = 0 ] || python -m pip install -q --upgrade pip
+# pip compiles each package's bytecode on one core as it installs (34 of the 45 s torch takes
+# on a 2-core box); installed with --no-compile, everything is compiled once at the end on
+# every core (compileall -j 0), as pip would have (timestamped .pyc files, errors ignored)
+PIP_INSTALL=(python -m pip install -q --no-compile)
+to_compile=0
 IFS=$'\t' read -r torch_action torch_note < <(python scripts/setup/torch_spec.py $TORCH_REQUESTED "$TORCH_SPEC")
 case "$torch_action" in
-  install) echo "maple: $torch_note"; python -m pip install -q "$TORCH_SPEC" ;;
+  install) echo "maple: $torch_note"; "${PIP_INSTALL[@]}" "$TORCH_SPEC"; to_compile=1 ;;
   replace) echo "maple: $torch_note"
-           python -m pip uninstall -q -y torch && python -m pip install -q "$TORCH_SPEC" ;;
+           python -m pip uninstall -q -y torch && "${PIP_INSTALL[@]}" "$TORCH_SPEC"; to_compile=1 ;;
   keep) ;;
   *) exit 1 ;;  # torch_spec.py printed the error
 esac
 if [ "$need_install" = 1 ]; then
   # setuptools' "Editable installation" notice is information, not a problem: not shown
   PYTHONWARNINGS="${PYTHONWARNINGS:+$PYTHONWARNINGS,}ignore:Editable installation" \
-    python -m pip install -q -e ".[$EXTRAS]"
+    "${PIP_INSTALL[@]}" -e ".[$EXTRAS]"
+  to_compile=1
   echo "$want_stamp" > "$STAMP"
 fi
 
+compiling=""
+if [ "$to_compile" = 1 ]; then  # beside npm, which mostly waits on the network and disk
+  site=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  { python -m compileall -q -j 0 "$site" >/dev/null 2>&1 || true; } &
+  compiling=$!
+fi
 if [ ! -f node_modules/pokemon-showdown/package.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
 fi
+[ -z "$compiling" ] || wait "$compiling"
 echo "maple: set up (.venv, node_modules/pokemon-showdown $(node -p 'require("./node_modules/pokemon-showdown/package.json").version'))"

@@ -87,8 +87,11 @@ def test_cli_error_is_one_line_and_fails() -> None:
 
 
 _STUB_PYTHON = """#!/usr/bin/env bash
-# .venv/bin/python stand-in: records pip calls, answers torch_spec.py as if FAKE_TORCH
-if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "pip ${*:3}" >> "$PIP_LOG"; exit 0; fi
+# .venv/bin/python stand-in: records pip and compileall calls, answers torch_spec.py as if
+# FAKE_TORCH
+if [ "$1" = "-m" ] && { [ "$2" = "pip" ] || [ "$2" = "compileall" ]; }; then
+  echo "${*:2}" >> "$PIP_LOG"; exit 0
+fi
 if [ "$1" = "scripts/setup/torch_spec.py" ]; then
   shift; exec "$REAL_PYTHON" scripts/setup/torch_spec.py --installed "$FAKE_TORCH" "$@"
 fi
@@ -137,7 +140,8 @@ def test_setup_replaces_a_torch_that_does_not_match_the_requested_spec(tmp_path:
     torch_lines = [line for line in stdout.splitlines() if "torch" in line]
     assert torch_lines == ["maple: replacing torch 2.13.0+cpu with torch==2.5.1+cu124 (TORCH_SPEC)"]
     assert "pip uninstall -q -y torch" in pip
-    assert "pip install -q torch==2.5.1+cu124" in pip
+    assert "pip install -q --no-compile torch==2.5.1+cu124" in pip
+    _compiled_once_at_the_end(pip)
 
 
 @pytest.mark.parametrize("torch_spec_env", [None, "torch==2.13.0"])
@@ -148,11 +152,23 @@ def test_setup_is_quiet_and_keeps_a_matching_torch(
     stdout, pip = _run_setup(tmp_path, "2.13.0+cpu", torch_spec_env)
     assert not [line for line in stdout.splitlines() if "torch" in line]
     assert not [call for call in pip if "torch" in call]
-    assert any(call.startswith("pip install -q -e .[") for call in pip)
+    assert any(call.startswith("pip install -q --no-compile -e .[") for call in pip)
+    _compiled_once_at_the_end(pip)
 
 
 @pytest.mark.integration  # runs setup.sh
 def test_setup_installs_the_default_torch_when_there_is_none(tmp_path: Path) -> None:
     stdout, pip = _run_setup(tmp_path, "none", None)
     assert "maple: installing torch==2.13.0 (no torch installed)" in stdout.splitlines()
-    assert "pip install -q torch==2.13.0" in pip
+    assert "pip install -q --no-compile torch==2.13.0" in pip
+    _compiled_once_at_the_end(pip)
+
+
+def _compiled_once_at_the_end(calls: list[str]) -> None:
+    """pip installs without compiling; the venv's packages are compiled once, on every core,
+    after the last install."""
+    compiles = [i for i, call in enumerate(calls) if call.startswith("compileall ")]
+    assert compiles == [len(calls) - 1], calls
+    assert calls[-1].startswith("compileall -q -j 0 ") and calls[-1].endswith("site-packages")
+    installs = [c for c in calls if c.startswith("pip install") and "--upgrade pip" not in c]
+    assert installs and all("--no-compile" in call for call in installs)
