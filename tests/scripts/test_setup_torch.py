@@ -165,10 +165,11 @@ def test_setup_installs_the_default_torch_when_there_is_none(tmp_path: Path) -> 
 
 
 def _compiled_once_at_the_end(calls: list[str]) -> None:
-    """pip installs without compiling; the venv's packages are compiled once, on every core,
-    after the last install."""
+    """pip installs without compiling; Maple's modules and the venv's packages are compiled
+    once, on every core, after the last install."""
     compiles = [i for i, call in enumerate(calls) if call.startswith("compileall ")]
     assert compiles == [len(calls) - 1], calls
-    assert calls[-1].startswith("compileall -q -j 0 ") and calls[-1].endswith("site-packages")
+    assert calls[-1].startswith("compileall -q -j 0 mapleenv trainer scripts ")
+    assert calls[-1].endswith("site-packages")
     installs = [c for c in calls if c.startswith("pip install") and "--upgrade pip" not in c]
     assert installs and all("--no-compile" in call for call in installs)
