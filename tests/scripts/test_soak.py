@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-# runs on both backends: the CI's second pass repeats it with MAPLE_BACKEND=server
-pytestmark = pytest.mark.backends
+# on the default (direct) backend only: the sampling finds a run's processes by role
+# (trainer.run.probe.processes_by_role), as the chaos run does, which the CI's server pass
+# repeats on Showdown servers (tests/scripts/test_chaos.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,6 +29,7 @@ def test_soak_samples_every_process_and_stops_the_run_with_its_checkpoint(tmp_pa
             "--window", "0.08",
             "--",
             "+experiment=smoke",
+            "env.backend=direct",
             "total_steps=100000000",
             f"hydra.run.dir={tmp_path}",
         ],
@@ -38,8 +39,7 @@ def test_soak_samples_every_process_and_stops_the_run_with_its_checkpoint(tmp_pa
     result = json.loads(proc.stdout)
     assert result["exit_code"] == 130  # SIGTERM: the trainer saved and stopped
     assert (tmp_path / "checkpoints" / "last.pt").is_file()
-    simulator = "server" if os.environ.get("MAPLE_BACKEND") == "server" else "sim_host"
-    assert set(result["roles"]) == {"trainer", "env_worker", simulator}
+    assert set(result["roles"]) == {"trainer", "env_worker", "sim_host"}
     for process in result["processes"]:
         if not process.get("new"):
             assert process["rss_mb_warm"] > 0 and process["samples"] >= 5

@@ -186,8 +186,7 @@ def test_convert_refuses_what_is_not_a_maple_checkpoint(tmp_path: Path):
     assert not (tmp_path / "new.pt").exists()
 
 
-@pytest.mark.backends
-@pytest.mark.integration
+@pytest.mark.integration  # conversion does not depend on the backend: the default one only
 def test_a_converted_older_checkpoint_keeps_its_state_and_evaluates(tmp_path: Path):
     old = write_format_1(tmp_path / "old.pt")
     before = torch.load(old, weights_only=False)  # the test's own file
