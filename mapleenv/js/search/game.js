@@ -75,14 +75,14 @@ function legalChoices(side) {
 }
 
 /** Play one pair on a clone of `snapshot` (then `rolloutTurns` greedy turns,
- * rollout.js); the hand score after that, or null when the world refuses the own choice (a
- * choice the real request allows but the world does not). */
-function playPair(Sim, snapshot, own, foe, seed, rolloutTurns = 0) {
+ * rollout.js, with the world's damage `memo`); the hand score after that, or null when the
+ * world refuses the own choice (a choice the real request allows but the world does not). */
+function playPair(Sim, snapshot, own, foe, seed, rolloutTurns = 0, memo = undefined) {
   const battle = Sim.Battle.fromJSON(snapshot);
   battle.resetRNG(seed);
   if (!battle.choose('p1', own)) return null;
   if (foe && !battle.choose('p2', foe)) return null;
-  if (rolloutTurns > 0) rollout(battle, rolloutTurns);
+  if (rolloutTurns > 0) rollout(battle, rolloutTurns, memo);
   return evaluate(battle);
 }
 
