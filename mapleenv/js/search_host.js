@@ -9,8 +9,12 @@
  *   {"id": 1, "cmd": "search", "view": {...}, "own": ["move 1", "switch 3", ...],
  *    "worlds": K, "sims": N | null, "time_ms": T | null, "seed": S, "uniform": u,
  *    "iterations": R, "rollout": greedy turns past the searched one, "replies": the
- *    opponent's likeliest replies searched per world (0: all), "truth": [sets] | null}
- *     -> {"id": 1, "q": [score per own choice, null where no world allowed it],
+ *    opponent's likeliest replies searched per world (0: all), "prior": [log prior per own
+ *    choice], "temperature": tau, "narrow_after": passes before only the policy's pick (the
+ *    first own choice) and the best other choice go on, in new worlds (0 or no prior:
+ *    never), "truth": [sets] | null}
+ *     -> {"id": 1, "q": [score per own choice, null where no world allowed it or it was
+ *         narrowed away],
  *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t,
  *         "build_ms": time spent building the worlds}
  *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null}
@@ -56,8 +60,11 @@ function generator(format, seed) {
 function makeWorld(req, k) {
   const gen = generator(req.view.format, seedOf(req.seed, k, 1));
   const battle = buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed, k, 2), truth: req.truth});
-  const foe = likelyReplies(battle, battle.sides[1], legalChoices(battle.sides[1]), req.replies);
+  const memo = new Map(); // greedy damage readings, shared by the world's rollouts
+  const foe = likelyReplies(battle, battle.sides[1], legalChoices(battle.sides[1]), req.replies,
+    memo);
   return {
+    memo,
     snapshot: JSON.stringify(battle.toJSON()),
     foe: foe.length ? foe : [null],
     sum: req.own.map(() => new Float64Array(Math.max(1, foe.length))),
@@ -76,35 +83,70 @@ function search(req) {
   if (!req.own.length) return {q: [], ours: [], sims: 0, worlds: 0, ms: elapsed()};
   const worlds = [];
   for (let k = 0; k < K && elapsed() < maxMs; k++) worlds.push(makeWorld(req, k));
-  const buildMs = elapsed();
+  let buildMs = elapsed();
   let sims = 0;
   const exhausted = () => sims >= maxSims || elapsed() >= maxMs;
+  /** Own choice `a` against every reply of world `k`; false when the budget ran out first. */
+  const playRow = (k, a, pass) => {
+    const world = worlds[k];
+    for (let b = 0; b < world.foe.length && !world.refused.has(a); b++) {
+      if (exhausted()) return false;
+      // common random numbers: every own choice meets reply b with the same seed, so
+      // their scores differ by the choice more than by damage rolls and crits
+      const value = playPair(Sim, world.snapshot, req.own[a], world.foe[b],
+        seedOf(req.seed, pass, k, b, 3), rolloutTurns, world.memo);
+      sims++;
+      if (value === null) {
+        world.refused.add(a);
+        break;
+      }
+      world.sum[a][b] += value;
+      world.count[a][b]++;
+    }
+    return true;
+  };
   // Row by row (own choice, likeliest first) through every world, pass after pass: an
   // exhausted budget leaves whole rows, the policy's pick first among them.
-  for (let pass = 0; pass < 1000 && !exhausted() && worlds.length; pass++) {
-    for (let a = 0; a < req.own.length && !exhausted(); a++) {
-      for (let k = 0; k < worlds.length && !exhausted(); k++) {
-        const world = worlds[k];
-        for (let b = 0; b < world.foe.length && !world.refused.has(a); b++) {
-          if (exhausted()) break;
-          // common random numbers: every own choice meets reply b with the same seed, so
-          // their scores differ by the choice more than by damage rolls and crits
-          const value = playPair(Sim, world.snapshot, req.own[a], world.foe[b],
-            seedOf(req.seed, pass, k, b, 3), rolloutTurns);
-          sims++;
-          if (value === null) {
-            world.refused.add(a);
-            break;
-          }
-          world.sum[a][b] += value;
-          world.count[a][b]++;
-        }
-      }
+  const narrowAfter = req.narrow_after > 0 && req.prior ? req.narrow_after : Infinity;
+  let rows = req.own.map((c, a) => a);
+  for (let pass = 0; pass < Math.min(1000, narrowAfter) && !exhausted(); pass++) {
+    for (const a of rows) {
+      for (let k = 0; k < worlds.length && !exhausted(); k++) playRow(k, a, pass);
+    }
+  }
+  // Then only the two rows that can still win, each new world played once through by both:
+  // the scores they are told apart by vary more between worlds than between passes.
+  if (narrowAfter < Infinity && worlds.length === K && !exhausted()) {
+    rows = narrow(req, worlds, rows);
+    for (let k = K; k < K + 1000 && !exhausted(); k++) {
+      const built = elapsed();
+      worlds.push(makeWorld(req, k));
+      buildMs += elapsed() - built;
+      if (!rows.every(a => playRow(k, a, 0))) worlds.pop(); // the budget ended it: left out
     }
   }
   const reply = answer(req, worlds, sims, elapsed());
   reply.build_ms = buildMs;
   return reply;
+}
+
+/** The rows worth the rest of the budget (sequential halving down to two, as Gumbel MuZero
+ * spends one): the policy's pick, row 0, and the other row with the best `log prior + q /
+ * temperature` so far. The choice is between those two, and more worlds on both tell it
+ * better than the budget spread over rows that cannot win. All rows when fewer than two
+ * have a score yet. */
+function narrow(req, worlds, rows) {
+  if (!(req.temperature > 0) || rows.length <= 2) return rows;
+  const {q} = answer(req, worlds, 0, 0);
+  const scored = rows.filter(a => q[a] !== null);
+  if (scored.length < 2 || q[0] === null) return rows;
+  let best = null;
+  for (const a of scored) {
+    if (a === 0) continue;
+    const score = req.prior[a] + q[a] / req.temperature;
+    if (best === null || score > best[1]) best = [a, score];
+  }
+  return [0, best[0]];
 }
 
 /** Scores of the own choices every world played through against every reply. */

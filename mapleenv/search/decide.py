@@ -42,6 +42,7 @@ class SearchConfig:
     uniform: float = 0.25  # share of the opponent model spread over all its actions
     rollout_turns: int = 2  # greedy turns played past each searched turn before scoring it
     replies: int = 5  # the opponent's likeliest replies searched per world (0: all of them)
+    narrow_after: int = 2  # passes over every candidate before only the best two go on (0: never)
     hosts: int = 1  # search hosts (Node processes) searching decisions side by side
     seed: int = 0
 
@@ -59,6 +60,7 @@ class SearchConfig:
             "search.uniform": 0 <= self.uniform <= 1,
             "search.rollout_turns": 0 <= self.rollout_turns <= 500,
             "search.replies": 0 <= self.replies <= 26,
+            "search.narrow_after": 0 <= self.narrow_after <= 1000,
             "search.hosts": 1 <= self.hosts <= 64,
             "search.seed": 0 <= self.seed < 2**32,
         }
@@ -185,6 +187,7 @@ class Searcher:
 
     def _request(self, decision: Decision, actions: list[int]) -> dict[str, Any]:
         view = decision.view
+        probs = decision.probs
         key = f"{view.get('battle_tag', '')}:{view.get('turn', 0)}".encode()
         return {
             "view": {k: v for k, v in view.items() if k != "choices"},
@@ -196,6 +199,10 @@ class Searcher:
             "uniform": self.config.uniform,
             "rollout": self.config.rollout_turns,
             "replies": self.config.replies,
+            # for narrowing (search_host.js): the candidates' scores as `combine` reads them
+            "prior": [float(np.log(max(float(probs[a]), 1e-8))) for a in actions],
+            "temperature": self.config.temperature,
+            "narrow_after": self.config.narrow_after,
         }
 
     def choose(self, decisions: Sequence[Decision]) -> list[int]:

@@ -55,6 +55,7 @@ def test_confident_priors_forced_switches_and_single_actions_are_not_searched() 
         ({"sims": 0}, "search.sims"),
         ({"rollout_turns": -1}, "search.rollout_turns"),
         ({"replies": 27}, "search.replies"),
+        ({"narrow_after": -1}, "search.narrow_after"),
     ],
 )
 def test_bad_settings_are_one_line(settings: dict, field: str) -> None:

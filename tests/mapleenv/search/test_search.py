@@ -92,6 +92,26 @@ def test_the_time_budget_is_kept() -> None:
             assert all(q is None or -1 <= q <= 1 for q in reply["q"])
 
 
+def test_narrowing_plays_the_pick_and_one_other_choice_on_in_new_worlds() -> None:
+    decision = next(d for d in mid_battle_decisions(seed=11, count=8) if len(d.choices) >= 4)
+    view = {k: v for k, v in decision.view.items() if k != "choices"}
+    own = list(decision.view["choices"].values())[:4]
+    request = {"view": view, "own": own, "worlds": 2, "sims": 120, "time_ms": None, "seed": 4}
+    request |= {"rollout": 0, "replies": 3, "prior": [np.log(0.25)] * 4, "temperature": 0.015}
+    with SearchHost() as host:
+        spread = host.request("search", **request, narrow_after=0)
+        narrowed = host.request("search", **request, narrow_after=1)
+        again = host.request("search", **request, narrow_after=1)
+    # never narrowed: every choice scored, in the two worlds asked for
+    assert spread["worlds"] == 2 and all(q is not None for q in spread["q"]), spread
+    # after one pass (2 worlds x 4 choices x 3 replies = 24 turns) the policy's pick and the
+    # best other choice meet new worlds (6 turns each) with the other 96 turns
+    assert narrowed["sims"] == 120 and narrowed["worlds"] == 2 + 96 // 6, narrowed
+    scored = [i for i, q in enumerate(narrowed["q"]) if q is not None]
+    assert len(scored) == 2 and scored[0] == 0, narrowed
+    assert again["q"] == narrowed["q"]  # the same seed and simulation budget
+
+
 def test_a_dead_search_host_falls_back_to_the_policy_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
