@@ -42,7 +42,7 @@ class SearchConfig:
     uniform: float = 0.25  # share of the opponent model spread over all its actions
     rollout_turns: int = 2  # greedy turns played past each searched turn before scoring it
     replies: int = 5  # the opponent's likeliest replies searched per world (0: all of them)
-    narrow_after: int = 2  # passes over every candidate before only the best two go on (0: never)
+    narrow_after: int = 0  # passes over all candidates before only the best two go on (0: never)
     hosts: int = 1  # search hosts (Node processes) searching decisions side by side
     seed: int = 0
 
