@@ -86,9 +86,9 @@ function search(req) {
   let buildMs = elapsed();
   let sims = 0;
   const exhausted = () => sims >= maxSims || elapsed() >= maxMs;
-  /** Own choice `a` against every reply of world `k`; false when the budget ran out first. */
-  const playRow = (k, a, pass) => {
-    const world = worlds[k];
+  /** Own choice `a` against every reply of `world` (the `k`th drawn); false when the budget
+   * ran out first. */
+  const playRow = (world, k, a, pass) => {
     for (let b = 0; b < world.foe.length && !world.refused.has(a); b++) {
       if (exhausted()) return false;
       // common random numbers: every own choice meets reply b with the same seed, so
@@ -109,9 +109,10 @@ function search(req) {
   // exhausted budget leaves whole rows, the policy's pick first among them.
   const narrowAfter = req.narrow_after > 0 && req.prior ? req.narrow_after : Infinity;
   let rows = req.own.map((c, a) => a);
-  for (let pass = 0; pass < Math.min(1000, narrowAfter) && !exhausted(); pass++) {
+  for (let pass = 0; pass < Math.min(1000, narrowAfter) && !exhausted() && worlds.length;
+    pass++) {
     for (const a of rows) {
-      for (let k = 0; k < worlds.length && !exhausted(); k++) playRow(k, a, pass);
+      for (let k = 0; k < worlds.length && !exhausted(); k++) playRow(worlds[k], k, a, pass);
     }
   }
   // Then only the two rows that can still win, each new world played once through by both:
@@ -120,9 +121,13 @@ function search(req) {
     rows = narrow(req, worlds, rows);
     for (let k = K; k < K + 1000 && !exhausted(); k++) {
       const built = elapsed();
-      worlds.push(makeWorld(req, k));
+      const world = makeWorld(req, k);
       buildMs += elapsed() - built;
-      if (!rows.every(a => playRow(k, a, 0))) worlds.pop(); // the budget ended it: left out
+      // kept only when played through and allowing both rows (every world must score a row
+      // for it to count), so the two rows' scores stay over the same worlds
+      if (rows.every(a => playRow(world, k, a, 0)) && !rows.some(a => world.refused.has(a))) {
+        worlds.push(world);
+      }
     }
   }
   const reply = answer(req, worlds, sims, elapsed());

@@ -111,7 +111,9 @@ function likelyReplies(battle, side, choices, limit, memo) {
     const [kind, index] = choice.split(' ');
     if (kind === 'switch') {
       const incoming = side.pokemon[Number(index) - 1];
-      return [choice, bestDamage(battle, incoming, foe, memo) - bestDamage(battle, foe, incoming, memo)];
+      const edge = bestDamage(battle, incoming, foe, memo) -
+        bestDamage(battle, foe, incoming, memo);
+      return [choice, edge];
     }
     const slot = mon && mon.moveSlots[Number(index) - 1];
     const score = slot ? damageShare(battle, mon, foe, slot.id, memo) : 0;
