@@ -131,9 +131,7 @@ class EvaluatePreflight(Callback):
             if cfg.output:
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
-            check_evaluation(
-                list(cfg.opponents), cfg.battles, cfg.num_envs, max_turns=cfg.max_turns
-            )
+            check_evaluation(list(cfg.opponents), cfg.battles, cfg.num_envs)
             checkpoint = _read_checkpoint(cfg.checkpoint)
             battle_format = checkpoint_battle_format(cfg.battle_format, checkpoint)
             for name in cfg.opponents:

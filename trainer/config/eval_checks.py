@@ -7,13 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def check_evaluation(
-    opponents: list[str],
-    battles: int,
-    num_envs: int,
-    where: str = "",
-    max_turns: int | None = None,
-) -> None:
+def check_evaluation(opponents: list[str], battles: int, num_envs: int, where: str = "") -> None:
     """An evaluation's own counts and opponent names (``trainer.evaluate``'s preflight,
     :func:`trainer.evaluation.evaluate_policy`, ``eval.*`` of a run): a one-line
     ``ValueError`` naming the setting as ``where`` prefixes it; self-play (``self``) has no
@@ -23,8 +17,6 @@ def check_evaluation(
     for name, value in (("battles", battles), ("num_envs", num_envs)):
         if value < 1:
             raise ValueError(f"{where}{name} must be >= 1, got {value}")
-    if max_turns is not None and max_turns < 1:
-        raise ValueError(f"{where}max_turns must be >= 1 or null, got {max_turns}")
     if not opponents:
         raise ValueError(
             f"{where}opponents: none given" if where else "no opponents to evaluate against"
