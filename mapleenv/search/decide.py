@@ -121,6 +121,11 @@ def candidates(
     return chosen[: config.max_actions]
 
 
+def log_prior(probs: np.ndarray, action: int) -> float:
+    """The policy's log probability of ``action``, floored (a zero prior stays finite)."""
+    return float(np.log(max(float(probs[action]), 1e-8)))
+
+
 def combine(
     probs: np.ndarray, actions: Sequence[int], q: Sequence[float | None], temperature: float
 ) -> int | None:
@@ -129,7 +134,7 @@ def combine(
     for action, value in zip(actions, q, strict=True):
         if value is None:
             continue
-        score = float(np.log(max(float(probs[action]), 1e-8))) + value / temperature
+        score = log_prior(probs, action) + value / temperature
         if score > best_score:
             best, best_score = action, score
     return best
@@ -187,7 +192,6 @@ class Searcher:
 
     def _request(self, decision: Decision, actions: list[int]) -> dict[str, Any]:
         view = decision.view
-        probs = decision.probs
         key = f"{view.get('battle_tag', '')}:{view.get('turn', 0)}".encode()
         return {
             "view": {k: v for k, v in view.items() if k != "choices"},
@@ -200,7 +204,7 @@ class Searcher:
             "rollout": self.config.rollout_turns,
             "replies": self.config.replies,
             # for narrowing (search_host.js): the candidates' scores as `combine` reads them
-            "prior": [float(np.log(max(float(probs[a]), 1e-8))) for a in actions],
+            "prior": [log_prior(decision.probs, a) for a in actions],
             "temperature": self.config.temperature,
             "narrow_after": self.config.narrow_after,
         }
