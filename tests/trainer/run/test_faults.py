@@ -1,5 +1,6 @@
 """Faults during training that end the run, with real processes: a server that cannot be
-restarted stops it with one line; a trainer killed with SIGKILL takes its workers, hosts and
+restarted stops it with one line; so does a dead worker of a plain Gymnasium env (only
+Showdown envs replace theirs); a trainer killed with SIGKILL takes its workers, hosts and
 servers with it. (Faults the run recovers from, a killed or stopped env worker, simulator
 host or server, are the chaos run's: tests/scripts/test_chaos.py, on both backends.)"""
 
@@ -52,14 +53,16 @@ def _showdown_servers(pid: int) -> list[psutil.Process]:
     return servers
 
 
-def _start_training(run_dir: Path, *overrides: str) -> subprocess.Popen:
+def _start_training(
+    run_dir: Path, *overrides: str, experiment: str = "+experiment=smoke"
+) -> subprocess.Popen:
     """The smoke run (one env) with ``overrides``, returned once an iteration is logged."""
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "trainer",
-            "+experiment=smoke",
+            experiment,
             "total_steps=1000000",
             "tensorboard=false",
             f"hydra.run.dir={run_dir}",
@@ -130,6 +133,40 @@ def test_a_server_that_cannot_restart_stops_the_run_with_one_line(tmp_path: Path
     assert f'File "{ROOT / "trainer"}' not in out, out[-3000:]
     assert (tmp_path / "checkpoints" / "last.pt").is_file()
     _, alive = psutil.wait_procs(descendants, timeout=30)
+    assert not alive, [(p.pid, p.name()) for p in alive]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_a_dead_worker_of_a_plain_gym_env_stops_the_run_with_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """docs/reliability.md: plain Gymnasium envs (``env=gym``, async) do not replace a dead
+    worker; the run stops with one line naming it and the checkpoint, and nothing is left."""
+    proc = _start_training(
+        tmp_path,
+        *("env.id=CartPole-v1", "env.vectorization=async", "env.num_envs=2", "device=cpu"),
+        experiment="env=gym",
+    )
+    workers = [
+        p
+        for p in psutil.Process(proc.pid).children()
+        if "resource_tracker" not in " ".join(p.cmdline())
+    ]
+    assert len(workers) == 2, [p.cmdline() for p in workers]
+    descendants = psutil.Process(proc.pid).children(recursive=True)
+    victim = workers[1]
+    victim.kill()
+    out = _finish(proc)
+    assert proc.returncode == 1, out[-3000:]
+    last = out.strip().splitlines()[-1]  # one line, no traceback
+    assert "[trainer][ERROR] - env worker " in last
+    assert f"(pid {victim.pid}, exit code -9) ended during a step" in last
+    assert f"last checkpoint: {tmp_path / 'checkpoints' / 'last.pt'}" in last
+    assert f"resume={tmp_path}" in last, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    assert (tmp_path / "checkpoints" / "last.pt").is_file()
+    _, alive = psutil.wait_procs(descendants, timeout=10)
     assert not alive, [(p.pid, p.name()) for p in alive]
 
 
