@@ -39,6 +39,10 @@ function sideFields(side, own) {
   for (const [id, state] of Object.entries(side.sideConditions)) conditions[id] = state.layers || 1;
   out.conditions = JSON.stringify(Object.keys(conditions).sort().map(k => [k, conditions[k]]));
   out.can_tera = side.pokemon.some(m => m.canTerastallize);
+  // the simulator ends a battle when a side's count reaches 0 (not by its fainted flags);
+  // Last Respects and Supreme Overlord read the fainted count
+  out.pokemon_left = side.pokemonLeft;
+  out.total_fainted = side.totalFainted;
   return out;
 }
 

@@ -187,6 +187,11 @@ function buildWorld(Sim, gen, view, options = {}) {
   setSide(battle, p2, view.foe);
   setField(battle, view.field || {});
   battle.turn = Math.max(1, view.turn || 1);
+  for (const side of battle.sides) {
+    // as the simulator counts faints: a side with none left has lost (checkWin)
+    side.totalFainted = side.pokemon.filter(mon => mon.fainted).length;
+    side.pokemonLeft = side.pokemon.length - side.totalFainted;
+  }
   try {
     battle.makeRequest('move');
   } catch (err) {
