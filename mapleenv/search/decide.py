@@ -8,9 +8,10 @@ host scores each against the opponent's ``replies`` likeliest legal actions (all
 ``worlds`` sampled worlds and returns ``q(a)``, its expected score against the opponent
 model (the worlds' equilibrium strategy, ``uniform`` of it spread evenly). The choice maximises
 ``log prior(a) + q(a) / temperature`` (the prior re-weighted by ``exp(q / temperature)``).
-A decision whose prior already puts ``confident`` on one action, a forced switch, or a
-single legal action is the policy's own. A host that dies or hangs is warned about once and
-the policy plays on alone (``docs/search.md``).
+A decision whose prior already puts ``confident`` on one action, a single legal action, or
+a forced switch in the middle of a turn (after U-turn; the rest of the turn is unknown) is
+the policy's own; the switch-in after a faint is searched. A host that dies or hangs is
+warned about once and the policy plays on alone (``docs/search.md``).
 """
 
 from __future__ import annotations
@@ -143,10 +144,17 @@ def combine(
 def needs_search(view: Mapping[str, Any], probs: np.ndarray, config: SearchConfig) -> bool:
     """Whether a decision is worth searching (see the module docs)."""
     choices = view.get("choices") or {}
-    if len(choices) < 2 or view.get("force_switch"):
+    if len(choices) < 2 or (view.get("force_switch") and not _active_fainted(view)):
         return False
     legal = [int(a) for a in choices]
     return float(max(probs[a] for a in legal)) < config.confident
+
+
+def _active_fainted(view: Mapping[str, Any]) -> bool:
+    """Whether the seat's active Pokémon fainted: its forced switch is the end of a turn,
+    which a world rebuilds; a mid-turn one (U-turn, Eject Button) is not searched."""
+    own = (view.get("me") or {}).get("pokemon") or ()
+    return any(mon.get("active") and mon.get("fainted") for mon in own)
 
 
 def _explain(

@@ -117,11 +117,15 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
                 **_active_extras(mon, request),
             }
         )
-    active = (request.get("active") or [{}])[0]
+    active = request.get("active")
+    # a forced switch's request has no active entry: Tera is left unless it was used
+    can_tera = (
+        active[0].get("canTerastallize") if active else battle.gen >= 9 and not battle.used_tera
+    )
     return {
         "pokemon": pokemon,
         "conditions": _conditions(battle.side_conditions, battle.turn),
-        "can_tera": bool(active.get("canTerastallize")),
+        "can_tera": bool(can_tera),
     }
 
 

@@ -169,8 +169,11 @@ function buildWorld(Sim, gen, view, options = {}) {
   }
   const ownOrder = activeFirst(own, p => p.active);
   const foeOrder = activeFirst(foeKnown, p => p.active);
-  if (own[ownOrder[0]] && own[ownOrder[0]].fainted) {
-    throw new Error('the seat must switch (its active Pokémon fainted): nothing to search');
+  // a fainted active: the switch-in asked for at the end of a turn (a mid-turn switch, after
+  // U-turn or an Eject Button, cannot be rebuilt: the rest of that turn is not known)
+  const mustSwitch = Boolean(own[ownOrder[0]] && own[ownOrder[0]].fainted);
+  if (mustSwitch && !view.force_switch) {
+    throw new Error('the seat must switch (its active Pokémon fainted) but its request does not');
   }
   const ownTeam = ownSets(dex, view.me);
   const battle = new Sim.Battle({
@@ -191,9 +194,11 @@ function buildWorld(Sim, gen, view, options = {}) {
     // as the simulator counts faints: a side with none left has lost (checkWin)
     side.totalFainted = side.pokemon.filter(mon => mon.fainted).length;
     side.pokemonLeft = side.pokemon.length - side.totalFainted;
+    const active = side.active[0];
+    if (mustSwitch && active && active.fainted && side.pokemonLeft) active.switchFlag = true;
   }
   try {
-    battle.makeRequest('move');
+    battle.makeRequest(mustSwitch ? 'switch' : 'move');
   } catch (err) {
     const state = battle.sides.map(side => `${side.id}: ${side.active[0].name} ` +
       `${side.active[0].hp}/${side.active[0].maxhp} ${side.active[0].status}`).join(', ');

@@ -32,13 +32,18 @@ def test_combine_reweights_the_prior_by_the_scores() -> None:
     assert combine(probs, [6, 7], [None, None], temperature=0.03) is None
 
 
-def test_confident_priors_forced_switches_and_single_actions_are_not_searched() -> None:
+def test_confident_priors_mid_turn_switches_and_single_actions_are_not_searched() -> None:
     config = SearchConfig(sims=10, time_ms=None, confident=0.9)
     probs = np.zeros(26)
     probs[[6, 7]] = [0.6, 0.4]
     view = {"choices": {"6": "move 1", "7": "move 2"}, "force_switch": False}
     assert needs_search(view, probs, config)
-    assert not needs_search({**view, "force_switch": True}, probs, config)
+    # a forced switch after U-turn (the active is alive): the rest of the turn is unknown
+    alive = {"pokemon": [{"active": True, "fainted": False}, {"active": False}]}
+    assert not needs_search({**view, "force_switch": True, "me": alive}, probs, config)
+    # the switch-in after a faint, at the end of a turn: searched
+    fainted = {"pokemon": [{"active": True, "fainted": True}, {"active": False}]}
+    assert needs_search({**view, "force_switch": True, "me": fainted}, probs, config)
     assert not needs_search({**view, "choices": {"6": "move 1"}}, probs, config)
     probs[[6, 7]] = [0.95, 0.05]
     assert not needs_search(view, probs, config)

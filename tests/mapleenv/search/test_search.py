@@ -18,9 +18,16 @@ from mapleenv.search import Decision, SearchConfig, Searcher, SearchHost, decisi
 pytestmark = pytest.mark.integration
 
 
-def mid_battle_decisions(seed: int, count: int, min_turn: int = 3) -> Iterator[Decision]:
+def _after_a_faint(view: dict) -> bool:
+    return view["force_switch"] and any(m["active"] and m["fainted"] for m in view["me"]["pokemon"])
+
+
+def mid_battle_decisions(
+    seed: int, count: int, min_turn: int = 3, switch_ins: bool = False
+) -> Iterator[Decision]:
     """``count`` searchable decisions of direct-backend battles played with random legal
-    actions, each with a made-up prior over its legal actions."""
+    actions, each with a made-up prior over its legal actions: moves and switches mid-turn,
+    or with ``switch_ins`` the switch-ins after a faint."""
     rng = random.Random(seed)
     env = PokemonEnv("gen9randombattle", opponent="random", backend="direct", seed=seed)
     try:
@@ -31,7 +38,8 @@ def mid_battle_decisions(seed: int, count: int, min_turn: int = 3) -> Iterator[D
                 battle = env.battle
                 legal = legal_actions(battle)
                 view = decision_view(battle, legal)
-                if battle.turn >= min_turn and len(legal) > 1 and not view["force_switch"]:
+                kind = _after_a_faint(view) if switch_ins else not view["force_switch"]
+                if battle.turn >= min_turn and len(legal) > 1 and kind:
                     probs = np.zeros(action_space_size(battle.gen), dtype=np.float32)
                     probs[list(legal)] = np.asarray([rng.random() for _ in legal]) + 0.1
                     probs /= probs.sum()
@@ -75,6 +83,25 @@ def test_searched_choices_are_legal_and_repeat_under_a_seed_and_sim_budget(
     assert first.stats.searched == len(decisions)
     assert first.stats.sims == first.stats.searched * 60
     assert first.stats.fallbacks == 0
+
+
+def test_the_switch_in_after_a_faint_is_searched_in_worlds_that_ask_for_it() -> None:
+    """The world is rebuilt at the end of the turn (the fainted active, a switch request,
+    the opponent waiting); each switch-in is scored by the turns after it."""
+    decisions = list(mid_battle_decisions(seed=4, count=3, switch_ins=True))
+    config = SearchConfig(time_ms=None, sims=24, worlds=2, confident=1.0, rollout_turns=2)
+    first, second = Searcher(config), Searcher(config)
+    try:
+        picks = first.choose(decisions)
+        again = second.choose(decisions)
+    finally:
+        first.close()
+        second.close()
+    for decision, pick in zip(decisions, picks, strict=True):
+        assert decision.view["choices"][str(pick)].startswith("switch ")
+    assert picks == again
+    assert first.stats.searched == 3 and first.stats.refused == 0, first.stats
+    assert first.stats.sims == 3 * 24 and first.stats.fallbacks == 0
 
 
 def test_the_time_budget_is_kept() -> None:
@@ -140,7 +167,7 @@ def test_a_view_the_host_cannot_build_leaves_that_decision_to_the_policy_and_sea
     view = json.loads(json.dumps(other.view))
     for mon in view["me"]["pokemon"]:
         if mon["active"]:
-            mon["fainted"] = True  # a seat whose active Pokémon fainted has nothing to search
+            mon["fainted"] = True  # fainted, yet no forced switch: no state of a battle
     broken = Decision(view, other.probs, other.action)
     searcher = Searcher(SearchConfig(time_ms=None, sims=20, worlds=1, confident=1.0))
     try:
