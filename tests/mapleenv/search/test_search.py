@@ -13,7 +13,14 @@ import pytest
 
 from mapleenv.actions import action_space_size, legal_actions
 from mapleenv.env import PokemonEnv
-from mapleenv.search import Decision, SearchConfig, Searcher, SearchHost, decision_view
+from mapleenv.search import (
+    Decision,
+    SearchConfig,
+    Searcher,
+    SearchHost,
+    SearchStats,
+    decision_view,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +64,18 @@ def mid_battle_decisions(
         env.close()
 
 
+def _searched_twice(
+    config: SearchConfig, decisions: list[Decision]
+) -> tuple[list[int], list[int], SearchStats]:
+    """The picks of two searchers with the same settings, and the first one's stats."""
+    first, second = Searcher(config), Searcher(config)
+    try:
+        return first.choose(decisions), second.choose(decisions), first.stats
+    finally:
+        first.close()
+        second.close()
+
+
 @pytest.mark.parametrize(("rollout_turns", "replies"), [(0, 0), (3, 4)])
 def test_searched_choices_are_legal_and_repeat_under_a_seed_and_sim_budget(
     rollout_turns: int, replies: int
@@ -70,19 +89,13 @@ def test_searched_choices_are_legal_and_repeat_under_a_seed_and_sim_budget(
         rollout_turns=rollout_turns,
         replies=replies,
     )
-    first, second = Searcher(config), Searcher(config)
-    try:
-        picks = first.choose(decisions)
-        again = second.choose(decisions)
-    finally:
-        first.close()
-        second.close()
+    picks, again, stats = _searched_twice(config, decisions)
     for decision, pick in zip(decisions, picks, strict=True):
         assert str(pick) in decision.view["choices"]
     assert picks == again
-    assert first.stats.searched == len(decisions)
-    assert first.stats.sims == first.stats.searched * 60
-    assert first.stats.fallbacks == 0
+    assert stats.searched == len(decisions)
+    assert stats.sims == stats.searched * 60
+    assert stats.fallbacks == 0
 
 
 def test_the_switch_in_after_a_faint_is_searched_in_worlds_that_ask_for_it() -> None:
@@ -90,18 +103,12 @@ def test_the_switch_in_after_a_faint_is_searched_in_worlds_that_ask_for_it() -> 
     the opponent waiting); each switch-in is scored by the turns after it."""
     decisions = list(mid_battle_decisions(seed=4, count=3, switch_ins=True))
     config = SearchConfig(time_ms=None, sims=24, worlds=2, confident=1.0, rollout_turns=2)
-    first, second = Searcher(config), Searcher(config)
-    try:
-        picks = first.choose(decisions)
-        again = second.choose(decisions)
-    finally:
-        first.close()
-        second.close()
+    picks, again, stats = _searched_twice(config, decisions)
     for decision, pick in zip(decisions, picks, strict=True):
         assert decision.view["choices"][str(pick)].startswith("switch ")
     assert picks == again
-    assert first.stats.searched == 3 and first.stats.refused == 0, first.stats
-    assert first.stats.sims == 3 * 24 and first.stats.fallbacks == 0
+    assert stats.searched == 3 and stats.refused == 0, stats
+    assert stats.sims == 3 * 24 and stats.fallbacks == 0
 
 
 def test_the_time_budget_is_kept() -> None:
