@@ -56,7 +56,8 @@ def _showdown_servers(pid: int) -> list[psutil.Process]:
 def _start_training(
     run_dir: Path, *overrides: str, experiment: str = "+experiment=smoke"
 ) -> subprocess.Popen:
-    """The smoke run (one env) with ``overrides``, returned once an iteration is logged."""
+    """A run of ``experiment`` (the smoke run, one env, by default) with ``overrides``,
+    returned once an iteration is logged."""
     proc = subprocess.Popen(
         [
             sys.executable,
