@@ -53,10 +53,12 @@ def _action(message: Sequence[str], settled: bool, gen: int) -> int | None:
     return None
 
 
-def opponent_action(log: Sequence[Sequence[str]], start: int, opponent: str, gen: int) -> int:
-    """The class of the opponent's (``"p1"``/``"p2"``) first choice among ``log[start:]``
-    (split protocol messages), or ``UNKNOWN``. The messages of the same turn before ``start``
-    are read too, to know whether a switch still is a free choice (no move and no
+def opponent_choice(
+    log: Sequence[Sequence[str]], start: int, opponent: str, gen: int
+) -> tuple[Sequence[str], int] | None:
+    """The opponent's (``"p1"``/``"p2"``) first choice among ``log[start:]`` (split protocol
+    messages): its message and class, or None. The messages of the same turn before
+    ``start`` are read too, to know whether a switch still is a free choice (no move and no
     ``|upkeep|`` yet in the turn)."""
     first = start
     while first > 0 and log[first - 1][1:2] != ["turn"]:
@@ -68,12 +70,18 @@ def opponent_action(log: Sequence[Sequence[str]], start: int, opponent: str, gen
         if i >= start and len(message) > 2 and message[2].startswith(opponent):
             label = _action(message, settled, gen)
             if label is not None:
-                return label
+                return message, label
         if kind in ("move", "upkeep"):
             settled = True
         elif kind == "turn":
             settled = False
-    return UNKNOWN
+    return None
+
+
+def opponent_action(log: Sequence[Sequence[str]], start: int, opponent: str, gen: int) -> int:
+    """The class of :func:`opponent_choice`, or ``UNKNOWN``."""
+    choice = opponent_choice(log, start, opponent, gen)
+    return UNKNOWN if choice is None else choice[1]
 
 
 class OpponentActionReader:

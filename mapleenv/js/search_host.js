@@ -17,8 +17,10 @@
  *         narrowed away],
  *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t,
  *         "build_ms": time spent building the worlds}
- *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null}
- *     -> {"id": 2, "state": {tracked fields of the built world}}   (fidelity checks)
+ *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null, "replies": R}
+ *     -> {"id": 2, "state": {tracked fields of the built world}, "foe": [opponent's legal
+ *         choices], "foe_names": [each as move:<id> / switch:<species>], "replies": [names of
+ *         the R searched], "by_damage": [the R by damage alone]}   (fidelity, opponent model)
  *   {"id": 3, "cmd": "warm", "format": F} -> {"id": 3, "ms": t}: loads the format's data and
  *     set generator and plays a few turns, so the first decision's budget is not spent on it
  *   {"id": 4, "cmd": "ping"} -> {"id": 4, "ok": true}
@@ -192,6 +194,14 @@ function warm(format) {
   return {ms: Date.now() - start};
 }
 
+/** What a choice string of `side` names: `move:<id>` or `switch:<species id>`. */
+function choiceName(side, choice) {
+  const [kind, index] = choice.split(' ');
+  if (kind === 'switch') return `switch:${side.pokemon[Number(index) - 1].species.id}`;
+  const slot = side.active[0] && side.active[0].moveSlots[Number(index) - 1];
+  return `move:${slot ? slot.id : '?'}`;
+}
+
 function handle(req) {
   if (req.cmd === 'ping') return {ok: true};
   if (req.cmd === 'warm') return warm(req.format);
@@ -200,7 +210,12 @@ function handle(req) {
     const gen = generator(req.view.format, seedOf(req.seed || 0, 0, 1));
     const battle = buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed || 0, 0, 2),
       truth: req.truth});
-    return {state: summarize(battle), foe: legalChoices(battle.sides[1])};
+    const foe = legalChoices(battle.sides[1]);
+    const memo = new Map(); // (scripts/search/search_replies.py reads the replies)
+    const named = choices => choices.map(c => choiceName(battle.sides[1], c));
+    return {state: summarize(battle), foe, foe_names: named(foe),
+      replies: named(likelyReplies(battle, battle.sides[1], foe, req.replies || 5, memo)),
+      by_damage: named(likelyReplies(battle, battle.sides[1], foe, req.replies || 5, memo, []))};
   }
   throw new Error(`unknown command ${JSON.stringify(req.cmd)}`);
 }

@@ -100,10 +100,17 @@ function greedyChoice(battle, side, memo) {
   return best === null ? 'default' : `move ${best + 1}`;
 }
 
+/** The kinds of reply whose best `likelyReplies` always keeps (scripts/search/search_replies.py
+ * measured what the opponent really played against each rule: docs/results/search.md). */
+const RESERVED = ['attack', 'status'];
+
 /** The `limit` likeliest of `choices` (legal choice strings of `side`) by a greedy reading:
  * a move by the damage it does to the foe's active (its Tera form only for the best move), a
- * switch by how much more the incoming Pokémon hurts the foe than the foe hurts it. */
-function likelyReplies(battle, side, choices, limit, memo) {
+ * switch by how much more the incoming Pokémon hurts the foe than the foe hurts it. The best
+ * of each `reserve` kind ('attack', 'status': setup, Protect, hazards, status; 'switch') comes
+ * first, then the rest by the reading: damage alone ranks a status move last, and the shipped
+ * agent chose one in about a quarter of its turns. */
+function likelyReplies(battle, side, choices, limit, memo, reserve = RESERVED) {
   if (!limit || choices.length <= limit) return choices;
   const mon = side.active[0];
   const foe = side.foe.active[0];
@@ -113,23 +120,30 @@ function likelyReplies(battle, side, choices, limit, memo) {
       const incoming = side.pokemon[Number(index) - 1];
       const edge = bestDamage(battle, incoming, foe, memo) -
         bestDamage(battle, foe, incoming, memo);
-      return [choice, edge];
+      return [choice, edge, 'switch'];
     }
     const slot = mon && mon.moveSlots[Number(index) - 1];
     const score = slot ? damageShare(battle, mon, foe, slot.id, memo) : 0;
-    return [choice, choice.endsWith('terastallize') ? score - 1e-3 : score];
+    const tera = choice.endsWith('terastallize');
+    const status = slot && battle.dex.moves.get(slot.id).category === 'Status';
+    return [choice, tera ? score - 1e-3 : score, status ? 'status' : 'attack'];
   });
   scored.sort((x, y) => y[1] - x[1]);
   const best = [];
   let tera = false;
-  for (const [choice] of scored) {
+  const take = ([choice]) => {
+    if (best.includes(choice) || best.length >= limit) return;
     if (choice.endsWith('terastallize')) {
-      if (tera) continue;
+      if (tera) return;
       tera = true;
     }
     best.push(choice);
-    if (best.length >= limit) break;
+  };
+  for (const kind of reserve) {
+    const first = scored.find(entry => entry[2] === kind);
+    if (first) take(first);
   }
+  for (const entry of scored) take(entry);
   return best;
 }
 

@@ -1,0 +1,144 @@
+"""How well the search's opponent model covers what the opponent really does: the shipped
+agent plays direct battles; at each of its mid-battle decisions a world is built from its
+view (as search builds one, no peeking), and the opponent's actual choice that turn (its
+first move or switch, read from the battle log) is looked up among the replies searched in
+that world (``search.replies``, ``mapleenv/js/search/rollout.js``) and among all its legal
+choices in the world (the ceiling: a move the world does not know cannot be searched).
+
+    python scripts/search/search_replies.py --battles 40 --opponent heuristic
+
+Prints one JSON line: decisions, and per kind of actual choice (``attack``, ``status``: a
+status move, ``switch``) how often it was among the replies search plays (``replies``: the
+best attack and the best status move kept, the rest by the greedy reading), among those the
+greedy reading alone would pick (``by_damage``), and among all legal choices of the world
+(``legal``). Search can answer only the replies it plays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+import torch
+from poke_env.data import to_id_str
+
+from mapleenv.env import PokemonEnv
+from mapleenv.opponent_action import CANNOT_ACT, DAMAGING, move_class, opponent_choice
+from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder
+from mapleenv.search.host import SearchHost
+from mapleenv.search.view import battle_view
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
+from _cli import print_json, script_parser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ("replies", "by_damage")
+
+
+def actual_choice(log: list, start: int, foe_role: str) -> str | None:
+    """The opponent's choice in ``log[start:]`` (mapleenv.opponent_action's reading) as
+    ``move:<id>``, ``switch:<species id>`` or ``cant``; None when it made none."""
+    found = opponent_choice(log, start, foe_role, 9)
+    if found is None:
+        return None
+    message, label = found
+    if label == CANNOT_ACT:
+        return "cant"
+    if message[1] == "switch":
+        return "switch:" + to_id_str(message[3].split(",")[0])
+    return "move:" + to_id_str(message[3] if message[1] == "move" else message[4])
+
+
+def kind_of(choice: str) -> str:
+    """``attack``, ``status`` (a status move) or ``switch``."""
+    if choice.startswith("switch:"):
+        return "switch"
+    return "attack" if move_class(choice[5:], 9) == DAMAGING else "status"
+
+
+def play(args: argparse.Namespace) -> Counter:
+    """Counts of (kind, where the actual choice was found) over the agent's decisions."""
+    checkpoint = load_checkpoint(args.checkpoint)
+    policy = policy_from_snapshot(checkpoint).eval()
+    env = PokemonEnv(
+        "gen9randombattle",
+        opponent=args.opponent,
+        encoder=snapshot_encoder(checkpoint),
+        backend="direct",
+        seed=args.seed,
+    )
+    counts: Counter = Counter()
+    generator = torch.Generator().manual_seed(args.seed)
+    try:
+        with SearchHost() as host:
+            host.request("warm", format="gen9randombattle")
+            for episode in range(args.battles):
+                obs, _ = env.reset(seed=args.seed + episode)
+                hidden, start = policy.initial_state(1), 1.0
+                while True:
+                    battle = env.battle
+                    world = None
+                    if battle.turn >= 1 and not (battle.last_request or {}).get("forceSwitch"):
+                        world = host.request(
+                            "world", view=battle_view(battle), seed=episode, replies=args.replies
+                        )
+                    cursor = len(battle._replay_data)
+                    with torch.inference_mode():
+                        logits, _, hidden = policy(
+                            torch.from_numpy(obs["observation"])[None],
+                            torch.from_numpy(obs["action_mask"]).bool()[None],
+                            hidden,
+                            torch.tensor([start]),
+                        )
+                    start = 0.0
+                    probs = torch.softmax(logits[0].float(), dim=-1)
+                    action = int(torch.multinomial(probs, 1, generator=generator))
+                    obs, _, terminated, truncated, _ = env.step(action)
+                    if world is not None:
+                        foe_role = "p2" if env.battle.player_role == "p1" else "p1"
+                        log = env.battle._replay_data
+                        tally(counts, world, actual_choice(log, cursor, foe_role))
+                    if terminated or truncated:
+                        break
+    finally:
+        env.close()
+    return counts
+
+
+def tally(counts: Counter, world: dict, actual: str | None) -> None:
+    """Count one decision: where the opponent's actual choice was found."""
+    if actual is None or actual == "cant":
+        return
+    kind = kind_of(actual)
+    counts[(kind, "decisions")] += 1
+    counts[(kind, "legal")] += actual in world["foe_names"]
+    for rule in RULES:
+        counts[(kind, rule)] += actual in world[rule]
+
+
+def main() -> None:
+    parser = script_parser(__doc__)
+    parser.add_argument(
+        "--checkpoint", default=str(ROOT / "models/attention_ppo_gen9random.pt"), help="the agent"
+    )
+    parser.add_argument("--battles", type=int, default=40, help="battles to play")
+    parser.add_argument("--opponent", default="heuristic", help="the other seat's player")
+    parser.add_argument("--replies", type=int, default=5, help="replies searched per world")
+    parser.add_argument("--seed", type=int, default=0, help="battle and sampling seed")
+    args = parser.parse_args()
+    counts = play(args)
+    report: dict = {"battles": args.battles, "opponent": args.opponent, "replies": args.replies}
+    for kind in ("attack", "status", "switch", "all"):
+        kinds = ("attack", "status", "switch") if kind == "all" else (kind,)
+        n = sum(counts[(k, "decisions")] for k in kinds)
+        report[kind] = {"decisions": n}
+        for where in ("legal", *RULES):
+            found = sum(counts[(k, where)] for k in kinds)
+            report[kind][where] = round(found / max(1, n), 3)
+    print_json(report)
+
+
+if __name__ == "__main__":
+    main()
