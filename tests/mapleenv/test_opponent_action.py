@@ -15,6 +15,7 @@ from mapleenv.opponent_action import (
     SWITCH,
     UNKNOWN,
     OpponentActionReader,
+    opponent_choice,
 )
 
 GYARADOS = ["switch", "p2a: Gyarados", "Gyarados, L80", "100/100"]
@@ -52,6 +53,14 @@ def labels(*segments: list[list[str]]) -> list[int]:
 )
 def test_label_of_one_turn(turn: list[list[str]], expected: int) -> None:
     assert labels(turn) == [UNKNOWN, expected]
+
+
+def test_the_choice_comes_with_its_message() -> None:
+    """``opponent_choice`` names what was chosen (search_replies.py looks it up by name)."""
+    dance = ["", "move", "p2a: Gyarados", "Dragon Dance", "p2a: Gyarados"]
+    log = [["", "turn", "1"], ["", *AGENT_MOVE], dance, ["", "upkeep"]]
+    assert opponent_choice(log, 1, "p2", 9) == (dance, STATUS)
+    assert opponent_choice(log, 3, "p2", 9) is None  # nothing of the opponent's after it
 
 
 def test_switch_after_a_faint_is_no_choice() -> None:
