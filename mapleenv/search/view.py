@@ -4,7 +4,8 @@ Its own side comes from the seat's last request (exact: species, stats, HP, move
 ability, Tera type) plus what poke-env tracked (boosts, volatiles, PP); the opponent's from
 poke-env's reading of the protocol (revealed Pokémon, HP fraction, status, revealed moves,
 item and ability when seen). Unknown values are ``None`` (an item ``""`` is a known lack
-of one: consumed or knocked off). ``mapleenv/js/search/state.js`` reads it.
+of one: consumed or knocked off). Each side also carries ``faints``, its ``|faint|``
+messages in the log. ``mapleenv/js/search/state.js`` reads it.
 """
 
 from __future__ import annotations
@@ -126,7 +127,16 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
         "pokemon": pokemon,
         "conditions": _conditions(battle.side_conditions, battle.turn),
         "can_tera": bool(can_tera),
+        "faints": _faints(battle, battle.player_role),
     }
+
+
+def _faints(battle: AbstractBattle, role: str | None) -> int:
+    """How many times a Pokémon of ``role`` fainted (``|faint|`` messages): the simulator's
+    count, which Revival Blessing does not take back (Last Respects reads it)."""
+    prefix = f"{role}a" if role else "?"
+    log = battle._replay_data
+    return sum(1 for m in log if len(m) > 2 and m[1] == "faint" and m[2].startswith(prefix))
 
 
 def _foe_mon(mon: Pokemon, unknown_item: str) -> dict[str, Any]:
@@ -180,6 +190,7 @@ def battle_view(battle: AbstractBattle) -> dict[str, Any]:
             "conditions": _conditions(battle.opponent_side_conditions, battle.turn),
             "can_tera": battle.gen >= 9 and not battle.opponent_used_tera,
             "team_size": 6,
+            "faints": _faints(battle, {"p1": "p2", "p2": "p1"}.get(battle.player_role or "")),
         },
         "field": field,
     }

@@ -190,13 +190,16 @@ function buildWorld(Sim, gen, view, options = {}) {
   setSide(battle, p2, view.foe);
   setField(battle, view.field || {});
   battle.turn = Math.max(1, view.turn || 1);
-  for (const side of battle.sides) {
-    // as the simulator counts faints: a side with none left has lost (checkWin)
-    side.totalFainted = side.pokemon.filter(mon => mon.fainted).length;
-    side.pokemonLeft = side.pokemon.length - side.totalFainted;
+  [view.me, view.foe].forEach((seen, i) => {
+    const side = battle.sides[i];
+    // as the simulator counts faints: a side with none left has lost (checkWin); a Pokémon
+    // revived by Revival Blessing is left again but its faint still counts (Last Respects)
+    const fainted = side.pokemon.filter(mon => mon.fainted).length;
+    side.totalFainted = Math.max(fainted, (seen && seen.faints) || 0);
+    side.pokemonLeft = side.pokemon.length - fainted;
     const active = side.active[0];
     if (mustSwitch && active && active.fainted && side.pokemonLeft) active.switchFlag = true;
-  }
+  });
   try {
     battle.makeRequest(mustSwitch ? 'switch' : 'move');
   } catch (err) {
