@@ -19,10 +19,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
+from _agent import agent_decisions
 
-from mapleenv.env import PokemonEnv
-from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder
 from mapleenv.search.fidelity import dump_state
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
@@ -51,45 +49,13 @@ def spearman(x: list[float], y: list[float]) -> float:
 
 def play(args: argparse.Namespace) -> list[tuple]:
     """(turn, value, hand evaluation, outcome, rollout evaluations...) per agent decision."""
-    checkpoint = load_checkpoint(args.checkpoint)
-    policy = policy_from_snapshot(checkpoint).eval()
-    env = PokemonEnv(
-        "gen9randombattle",
-        opponent=args.opponent,
-        encoder=snapshot_encoder(checkpoint),
-        backend="direct",
-        seed=args.seed,
-    )
-    rows = []
-    generator = torch.Generator().manual_seed(args.seed)
-    try:
-        for episode in range(args.battles):
-            obs, _ = env.reset(seed=args.seed + episode)
-            hidden, start, battle_rows = policy.initial_state(1), 1.0, []
-            while True:
-                with torch.inference_mode():
-                    logits, value, hidden = policy(
-                        torch.from_numpy(obs["observation"])[None],
-                        torch.from_numpy(obs["action_mask"]).bool()[None],
-                        hidden,
-                        torch.tensor([start]),
-                    )
-                start = 0.0
-                dumped = dump_state(env, args.horizons)
-                rolled = [float(dumped["rollouts"][h]) for h in horizons(args)]
-                battle_rows.append(
-                    (env.battle.turn, float(value.reshape(-1)[0]), float(dumped["eval"]), rolled)
-                )
-                probs = torch.softmax(logits[0].float(), dim=-1)
-                action = int(torch.multinomial(probs, 1, generator=generator))
-                obs, _, terminated, truncated, info = env.step(action)
-                if terminated or truncated:
-                    outcome = 1.0 if info.get("won") else -1.0
-                    rows += [(t, v, h, outcome, *r) for t, v, h, r in battle_rows]
-                    break
-    finally:
-        env.close()
-    return rows
+    outcomes: dict[int, bool] = {}
+    seen = []
+    for d in agent_decisions(args.checkpoint, args.opponent, args.battles, args.seed, outcomes):
+        dumped = dump_state(d.env, args.horizons)
+        rolled = [float(dumped["rollouts"][h]) for h in horizons(args)]
+        seen.append((d.episode, d.env.battle.turn, d.value, float(dumped["eval"]), rolled))
+    return [(t, v, h, 1.0 if outcomes[e] else -1.0, *r) for e, t, v, h, r in seen if e in outcomes]
 
 
 def horizons(args: argparse.Namespace) -> list[str]:

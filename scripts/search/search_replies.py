@@ -20,13 +20,12 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
-import torch
+from _agent import agent_decisions
 from poke_env.data import to_id_str
 
-from mapleenv.env import PokemonEnv
 from mapleenv.opponent_action import CANNOT_ACT, DAMAGING, move_class, opponent_choice
-from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder
 from mapleenv.search.host import SearchHost
 from mapleenv.search.view import battle_view
 
@@ -60,55 +59,28 @@ def kind_of(choice: str) -> str:
 
 def play(args: argparse.Namespace) -> Counter:
     """Counts of (kind, where the actual choice was found) over the agent's decisions."""
-    checkpoint = load_checkpoint(args.checkpoint)
-    policy = policy_from_snapshot(checkpoint).eval()
-    env = PokemonEnv(
-        "gen9randombattle",
-        opponent=args.opponent,
-        encoder=snapshot_encoder(checkpoint),
-        backend="direct",
-        seed=args.seed,
-    )
     counts: Counter = Counter()
-    generator = torch.Generator().manual_seed(args.seed)
-    try:
-        with SearchHost() as host:
-            host.request("warm", format="gen9randombattle")
-            for episode in range(args.battles):
-                obs, _ = env.reset(seed=args.seed + episode)
-                hidden, start = policy.initial_state(1), 1.0
-                while True:
-                    battle = env.battle
-                    world = None
-                    if battle.turn >= 1 and not (battle.last_request or {}).get("forceSwitch"):
-                        world = host.request(
-                            "world", view=battle_view(battle), seed=episode, replies=args.replies
-                        )
-                    cursor = len(battle._replay_data)
-                    with torch.inference_mode():
-                        logits, _, hidden = policy(
-                            torch.from_numpy(obs["observation"])[None],
-                            torch.from_numpy(obs["action_mask"]).bool()[None],
-                            hidden,
-                            torch.tensor([start]),
-                        )
-                    start = 0.0
-                    probs = torch.softmax(logits[0].float(), dim=-1)
-                    action = int(torch.multinomial(probs, 1, generator=generator))
-                    obs, _, terminated, truncated, _ = env.step(action)
-                    if world is not None:
-                        foe_role = "p2" if env.battle.player_role == "p1" else "p1"
-                        log = env.battle._replay_data
-                        tally(counts, world, actual_choice(log, cursor, foe_role))
-                    if terminated or truncated:
-                        break
-    finally:
-        env.close()
+    pending = None  # the last decision's battle, where its turn's log starts, its world
+    with SearchHost() as host:
+        host.request("warm", format="gen9randombattle")
+        for d in agent_decisions(args.checkpoint, args.opponent, args.battles, args.seed, {}):
+            if pending is not None:
+                tally(counts, *pending)
+            battle, pending = d.env.battle, None
+            if battle.turn >= 1 and not (battle.last_request or {}).get("forceSwitch"):
+                view = battle_view(battle)
+                world = host.request("world", view=view, seed=d.episode, replies=args.replies)
+                pending = (battle, len(battle._replay_data), world)
+        if pending is not None:
+            tally(counts, *pending)
     return counts
 
 
-def tally(counts: Counter, world: dict, actual: str | None) -> None:
-    """Count one decision: where the opponent's actual choice was found."""
+def tally(counts: Counter, battle: Any, cursor: int, world: dict) -> None:
+    """Count one decision: where the opponent's choice after ``cursor`` in ``battle``'s log
+    was found among the world's replies."""
+    foe_role = "p2" if battle.player_role == "p1" else "p1"
+    actual = actual_choice(battle._replay_data, cursor, foe_role)
     if actual is None or actual == "cant":
         return
     kind = kind_of(actual)
