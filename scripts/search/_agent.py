@@ -4,14 +4,26 @@ them all, so each script holds only what it reads at a decision."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from mapleenv.env import PokemonEnv
 from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder
+
+SHIPPED = Path(__file__).resolve().parents[2] / "models/attention_ppo_gen9random.pt"
+
+
+def add_agent_arguments(parser: argparse.ArgumentParser, battles: int) -> None:
+    """The arguments of :func:`agent_decisions`: --checkpoint, --battles, --opponent, --seed."""
+    parser.add_argument("--checkpoint", default=str(SHIPPED), help="the agent")
+    parser.add_argument("--battles", type=int, default=battles, help="battles to play")
+    parser.add_argument("--opponent", default="heuristic", help="the other seat's player")
+    parser.add_argument("--seed", type=int, default=0, help="battle and sampling seed")
 
 
 @dataclasses.dataclass

@@ -19,14 +19,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _agent import agent_decisions
+from _agent import add_agent_arguments, agent_decisions
 
 from mapleenv.search.fidelity import dump_state
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def spearman(x: list[float], y: list[float]) -> float:
@@ -65,12 +63,7 @@ def horizons(args: argparse.Namespace) -> list[str]:
 
 def main() -> None:
     parser = script_parser(__doc__)
-    parser.add_argument(
-        "--checkpoint", default=str(ROOT / "models/attention_ppo_gen9random.pt"), help="the agent"
-    )
-    parser.add_argument("--battles", type=int, default=60, help="battles to play")
-    parser.add_argument("--opponent", default="heuristic", help="the other seat's player")
-    parser.add_argument("--seed", type=int, default=0, help="battle and sampling seed")
+    add_agent_arguments(parser, battles=60)
     parser.add_argument(
         "--horizons",
         default="",

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from _agent import agent_decisions
+from _agent import add_agent_arguments, agent_decisions
 from poke_env.data import to_id_str
 
 from mapleenv.opponent_action import CANNOT_ACT, DAMAGING, move_class, opponent_choice
@@ -32,7 +32,6 @@ from mapleenv.search.view import battle_view
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 RULES = ("replies", "by_damage")
 
 
@@ -92,13 +91,8 @@ def tally(counts: Counter, battle: Any, cursor: int, world: dict) -> None:
 
 def main() -> None:
     parser = script_parser(__doc__)
-    parser.add_argument(
-        "--checkpoint", default=str(ROOT / "models/attention_ppo_gen9random.pt"), help="the agent"
-    )
-    parser.add_argument("--battles", type=int, default=40, help="battles to play")
-    parser.add_argument("--opponent", default="heuristic", help="the other seat's player")
+    add_agent_arguments(parser, battles=40)
     parser.add_argument("--replies", type=int, default=5, help="replies searched per world")
-    parser.add_argument("--seed", type=int, default=0, help="battle and sampling seed")
     args = parser.parse_args()
     counts = play(args)
     report: dict = {"battles": args.battles, "opponent": args.opponent, "replies": args.replies}
