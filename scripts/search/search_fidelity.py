@@ -10,6 +10,7 @@ most often (by kind: ``me.*.pp`` is any own Pokémon's PP).
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="battle and action seed")
     parser.add_argument("--min-turn", type=int, default=2, help="first turn checked")
     args = parser.parse_args()
+    random.seed(args.seed)  # poke-env's random player draws from the global RNG
     env = PokemonEnv("gen9randombattle", opponent=args.opponent, backend="direct", seed=args.seed)
     try:
         print_json(measure(env, args.states, args.seed, args.min_turn))
