@@ -9,7 +9,7 @@ choices in the world (the ceiling: a move the world does not know cannot be sear
 
 Prints one JSON line: decisions, and per kind of actual choice (``attack``, ``status``: a
 status move, ``switch``) how often it was among the replies search plays (``replies``: the
-best attack and the best status move kept, the rest by the greedy reading), among those the
+best attack and the first status move kept, the rest by the greedy reading), among those the
 greedy reading alone would pick (``by_damage``), and among all legal choices of the world
 (``legal``). Search can answer only the replies it plays.
 """
