@@ -19,8 +19,9 @@
  *         "build_ms": time spent building the worlds}
  *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null, "replies": R}
  *     -> {"id": 2, "state": {tracked fields of the built world}, "foe": [opponent's legal
- *         choices], "foe_names": [each as move:<id> / switch:<species>], "replies": [names of
- *         the R searched], "by_damage": [the R by damage alone]}   (fidelity, opponent model)
+ *         choices]; with R: "foe_names": [each as move:<id> / switch:<species>], "replies":
+ *         [names of the R searched], "by_damage": [the R by damage alone]}   (fidelity,
+ *         opponent model)
  *   {"id": 3, "cmd": "warm", "format": F} -> {"id": 3, "ms": t}: loads the format's data and
  *     set generator and plays a few turns, so the first decision's budget is not spent on it
  *   {"id": 4, "cmd": "ping"} -> {"id": 4, "ok": true}
@@ -211,11 +212,15 @@ function handle(req) {
     const battle = buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed || 0, 0, 2),
       truth: req.truth});
     const foe = legalChoices(battle.sides[1]);
-    const memo = new Map(); // (scripts/search/search_replies.py reads the replies)
-    const named = choices => choices.map(c => choiceName(battle.sides[1], c));
-    return {state: summarize(battle), foe, foe_names: named(foe),
-      replies: named(likelyReplies(battle, battle.sides[1], foe, req.replies || 5, memo)),
-      by_damage: named(likelyReplies(battle, battle.sides[1], foe, req.replies || 5, memo, []))};
+    const reply = {state: summarize(battle), foe};
+    if (req.replies) { // scripts/search/search_replies.py; fidelity checks need none
+      const memo = new Map();
+      const named = choices => choices.map(c => choiceName(battle.sides[1], c));
+      Object.assign(reply, {foe_names: named(foe),
+        replies: named(likelyReplies(battle, battle.sides[1], foe, req.replies, memo)),
+        by_damage: named(likelyReplies(battle, battle.sides[1], foe, req.replies, memo, []))});
+    }
+    return reply;
   }
   throw new Error(`unknown command ${JSON.stringify(req.cmd)}`);
 }

@@ -11,6 +11,7 @@ messages in the log. ``mapleenv/js/search/state.js`` reads it.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from poke_env.battle.abstract_battle import AbstractBattle
@@ -127,16 +128,15 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
         "pokemon": pokemon,
         "conditions": _conditions(battle.side_conditions, battle.turn),
         "can_tera": bool(can_tera),
-        "faints": _faints(battle, battle.player_role),
     }
 
 
-def _faints(battle: AbstractBattle, role: str | None) -> int:
-    """How many times a Pokémon of ``role`` fainted (``|faint|`` messages): the simulator's
-    count, which Revival Blessing does not take back (Last Respects reads it)."""
-    prefix = f"{role}a" if role else "?"
+def _faints(battle: AbstractBattle) -> Counter:
+    """How many times a Pokémon of each side (``"p1"``, ``"p2"``) fainted (``|faint|``
+    messages): the simulator's count, which Revival Blessing does not take back (Last
+    Respects reads it)."""
     log = battle._replay_data
-    return sum(1 for m in log if len(m) > 2 and m[1] == "faint" and m[2].startswith(prefix))
+    return Counter(m[2][:2] for m in log if len(m) > 2 and m[1] == "faint")
 
 
 def _foe_mon(mon: Pokemon, unknown_item: str) -> dict[str, Any]:
@@ -181,16 +181,18 @@ def battle_view(battle: AbstractBattle) -> dict[str, Any]:
     }
     for weather, start in battle.weather.items():
         field["weather"] = {"id": _enum_id(weather), "turns": max(0, battle.turn - start)}
+    faints = _faints(battle)  # both sides in one pass over the log
+    foe_role = {"p1": "p2", "p2": "p1"}.get(battle.player_role or "", "")
     return {
         "format": battle.battle_tag.split("-")[1] if "-" in battle.battle_tag else battle.format,
         "turn": battle.turn,
-        "me": _own_side(battle, request),
+        "me": {**_own_side(battle, request), "faints": faints[battle.player_role or ""]},
         "foe": {
             "pokemon": [_foe_mon(m, unknown_item) for m in battle.opponent_team.values()],
             "conditions": _conditions(battle.opponent_side_conditions, battle.turn),
             "can_tera": battle.gen >= 9 and not battle.opponent_used_tera,
             "team_size": 6,
-            "faints": _faints(battle, {"p1": "p2", "p2": "p1"}.get(battle.player_role or "")),
+            "faints": faints[foe_role],
         },
         "field": field,
     }

@@ -94,6 +94,8 @@ def main() -> None:
     add_agent_arguments(parser, battles=40)
     parser.add_argument("--replies", type=int, default=5, help="replies searched per world")
     args = parser.parse_args()
+    if args.replies < 1:
+        parser.error("--replies must be at least 1")
     counts = play(args)
     report: dict = {"battles": args.battles, "opponent": args.opponent, "replies": args.replies}
     for kind in ("attack", "status", "switch", "all"):
