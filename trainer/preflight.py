@@ -137,6 +137,7 @@ class EvaluatePreflight(Callback):
             for name in cfg.opponents:
                 check_policy_files(name, battle_format)
             _check_game(cfg, checkpoint, battle_format)
+            _check_env_values(cfg, checkpoint, battle_format)
             _check_team_folders(cfg, checkpoint)
         except Exception as exc:
             _refuse(exc, "trainer.apps.evaluate")
@@ -165,6 +166,17 @@ def _check_game(cfg: Any, checkpoint: dict[str, Any], battle_format: str) -> Non
     problems = live_game_problems(cfg, checkpoint, battle_format)
     if problems:
         raise ValueError("; ".join(problems))
+
+
+def _check_env_values(cfg: Any, checkpoint: dict[str, Any], battle_format: str) -> None:
+    """The env values the evaluation's battles take (``max_turns``, the checkpoint's when not
+    given), checked by ``EnvSpec``, their one home: a one-line ``ValueError``."""
+    from mapleenv.spec import EnvSpec
+
+    max_turns = (
+        cfg.max_turns if cfg.max_turns is not None else _checkpoint_env(checkpoint).get("max_turns")
+    )
+    EnvSpec(battle_format=battle_format, max_turns=max_turns)
 
 
 def _check_team_folders(cfg: Any, checkpoint: dict[str, Any]) -> None:
