@@ -139,7 +139,36 @@ def _faints(battle: AbstractBattle) -> Counter:
     return Counter(m[2][:2] for m in log if len(m) > 2 and m[1] == "faint")
 
 
-def _foe_mon(mon: Pokemon, unknown_item: str) -> dict[str, Any]:
+def _stint_moves(battle: AbstractBattle, role: str) -> list[str]:
+    """The moves ``role``'s active Pokémon chose since it last switched in (``|move|``
+    messages, oldest first; moves another move or an ability called, ``[from] ...``, and
+    Struggle left out): a choice item locks the first, Encore the last."""
+    moves: list[str] = []
+    for message in reversed(battle._replay_data):
+        if len(message) < 3 or not message[2].startswith(f"{role}a"):
+            continue
+        if message[1] in ("switch", "drag"):
+            break
+        if message[1] == "move" and not any(p.startswith("[from]") for p in message[4:]):
+            moves.append(_id(message[3]))
+    return [m for m in reversed(moves) if m != "struggle"]
+
+
+def _foe_locks(moves: list[str]) -> dict[str, Any]:
+    """What the opponent active's moves since it switched in say: the move a choice item
+    would lock (one move chosen, maybe repeatedly) and Encore would, or, after two
+    different moves, that it holds no choice item."""
+    if not moves:
+        return {}
+    locks: dict[str, Any] = {"last_move": moves[-1]}
+    if len(set(moves)) == 1:
+        locks["choice_move"] = moves[0]
+    else:
+        locks["not_choice"] = True
+    return locks
+
+
+def _foe_mon(mon: Pokemon, unknown_item: str, stint: list[str]) -> dict[str, Any]:
     status, counter = _status(mon)
     item = mon.item
     return {
@@ -160,6 +189,7 @@ def _foe_mon(mon: Pokemon, unknown_item: str) -> dict[str, Any]:
         "terastallized": mon.is_terastallized,
         "active": mon.active,
         **_active_extras(mon, {}),
+        **(_foe_locks(stint) if mon.active else {}),
     }
 
 
@@ -183,12 +213,13 @@ def battle_view(battle: AbstractBattle) -> dict[str, Any]:
         field["weather"] = {"id": _enum_id(weather), "turns": max(0, battle.turn - start)}
     faints = _faints(battle)  # both sides in one pass over the log
     foe_role = {"p1": "p2", "p2": "p1"}.get(battle.player_role or "", "")
+    stint = _stint_moves(battle, foe_role) if foe_role else []
     return {
         "format": battle.battle_tag.split("-")[1] if "-" in battle.battle_tag else battle.format,
         "turn": battle.turn,
         "me": {**_own_side(battle, request), "faints": faints[battle.player_role or ""]},
         "foe": {
-            "pokemon": [_foe_mon(m, unknown_item) for m in battle.opponent_team.values()],
+            "pokemon": [_foe_mon(m, unknown_item, stint) for m in battle.opponent_team.values()],
             "conditions": _conditions(battle.opponent_side_conditions, battle.turn),
             "can_tera": battle.gen >= 9 and not battle.opponent_used_tera,
             "team_size": 6,

@@ -40,12 +40,18 @@ function agreement(set, known) {
   if (known.item != null && toID(set.item) === known.item) score += 1;
   if (known.ability != null && toID(set.ability) === known.ability) score += 1;
   if (known.tera_type != null && toID(set.teraType) === known.tera_type) score += 1;
+  // two different moves chosen since it switched in: no Choice Band, Specs or Scarf
+  if (noChoiceItem(known) && !toID(set.item).startsWith('choice')) score += 1;
   return score;
+}
+
+function noChoiceItem(known) {
+  return known.item == null && Boolean(known.not_choice);
 }
 
 function maxAgreement(known) {
   return known.moves.length + (known.item != null) + (known.ability != null) +
-    (known.tera_type != null);
+    (known.tera_type != null) + noChoiceItem(known);
 }
 
 /** A set for one revealed opponent Pokémon: generator draws, the most consistent kept,
@@ -83,6 +89,8 @@ function sampleRevealed(gen, dex, known, tries) {
     moves: revealed.concat(rest).slice(0, 4),
   });
   if (known.item != null) set.item = known.item;
+  // a species every draw gave a choice item: the generator's other attacker's item
+  if (noChoiceItem(known) && toID(set.item).startsWith('choice')) set.item = 'Life Orb';
   if (known.ability != null) set.ability = known.ability;
   if (known.tera_type != null) set.teraType = typeName(dex, known.tera_type) || set.teraType;
   if (known.gender) set.gender = known.gender;

@@ -30,3 +30,40 @@ def test_faints_are_counted_as_the_simulator_counts_them() -> None:
         battle.parse_message(["", *message])
     view = battle_view(battle)
     assert (view["me"]["faints"], view["foe"]["faints"]) == (2, 1)
+
+
+def _foe_active(view: dict) -> dict:
+    return next(mon for mon in view["foe"]["pokemon"] if mon["active"])
+
+
+def test_the_opponents_moves_since_it_switched_in_name_its_locks() -> None:
+    """One move chosen since the opponent switched in is the move a choice item locks (and
+    Encore); two different ones say it holds no choice item. Moves called by another move
+    or an ability and moves before its last switch-in do not count."""
+    battle = synthetic_battle(
+        [("Pikachu", 80, "100/100", ["thunderbolt"])], opponent_messages=[GYARADOS]
+    )
+    assert "choice_move" not in _foe_active(battle_view(battle))  # no move yet
+    for message in (
+        ["move", "p2a: Gyarados", "Waterfall", "p1a: Pikachu"],
+        ["move", "p1a: Pikachu", "Thunderbolt", "p2a: Gyarados"],
+        ["move", "p2a: Gyarados", "Waterfall", "p1a: Pikachu"],
+        ["move", "p2a: Gyarados", "Stealth Rock", "p1a: Pikachu", "[from]ability: Magic Bounce"],
+    ):
+        battle.parse_message(["", *message])
+    foe = _foe_active(battle_view(battle))
+    assert (foe["choice_move"], foe["last_move"], "not_choice" in foe) == (
+        "waterfall",
+        "waterfall",
+        False,
+    )
+    battle.parse_message(["", "move", "p2a: Gyarados", "Dragon Dance", "p2a: Gyarados"])
+    foe = _foe_active(battle_view(battle))
+    assert ("choice_move" in foe, foe["last_move"], foe["not_choice"]) == (
+        False,
+        "dragondance",
+        True,
+    )
+    battle.parse_message(["", "switch", "p2a: Gyarados", "Gyarados, L80", "100/100"])
+    foe = _foe_active(battle_view(battle))
+    assert not {"choice_move", "last_move", "not_choice"} & set(foe)
