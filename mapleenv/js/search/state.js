@@ -96,19 +96,19 @@ function setPokemon(battle, mon, known, own, foeActive) {
     mon.hp = known.fainted ? 0 : Math.max(1, Math.round(known.hp_fraction * mon.maxhp));
   }
   if (known.terastallized && mon.teraType) battle.actions.terastallize(mon);
-  for (const move of known.moves) { // a fainted Pokémon's too (Revival Blessing)
+  for (const move of known.moves) { // a fainted Pokémon's PP and item too (Revival Blessing)
     const slot = mon.moveSlots.find(s => s.id === move.id);
     if (!slot) continue;
     if (move.pp != null) slot.pp = Math.max(0, Math.min(slot.maxpp, move.pp));
     else if (move.used) slot.pp = Math.max(0, slot.maxpp - move.used);
   }
+  if (known.item === '') mon.item = '';
   if (known.fainted || mon.hp <= 0) {
     mon.hp = 0;
     mon.fainted = true;
     mon.status = 'fnt';
     return;
   }
-  if (known.item === '') mon.item = '';
   setStatus(battle, mon, known);
   if (mon.isActive) {
     for (const stat of Object.keys(known.boosts || {})) mon.boosts[stat] = known.boosts[stat];
