@@ -11,6 +11,7 @@ import asyncio
 import gzip
 import json
 import logging
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,14 @@ from mapleenv.vector.local import make_vector_env
 
 DATA_DIR = Path(__file__).parent / "data"
 RECORDED_BATTLES = sorted(DATA_DIR.glob("*.jsonl.gz"))
+
+
+@pytest.fixture(autouse=True)
+def _same_global_random_draws() -> None:
+    """poke-env's random players (and ``random.choice`` in tests) draw from Python's global
+    RNG: seeded before each test, a test plays the same battles every run and in any order,
+    so a failure repeats (the fidelity test failed 1 run in 4 before it seeded it)."""
+    random.seed(0)
 
 
 @pytest.fixture(scope="session")
