@@ -94,6 +94,12 @@ function setPokemon(battle, mon, known, own, foeActive) {
     mon.hp = known.hp;
   } else {
     mon.hp = known.fainted ? 0 : Math.max(1, Math.round(known.hp_fraction * mon.maxhp));
+    // the HP seen is from before it left the field: poke-env heals a known Regenerator
+    // then, the world one its set holds
+    if (!known.active && !known.fainted && known.ability == null &&
+        mon.ability === 'regenerator') {
+      mon.hp = Math.min(mon.maxhp, mon.hp + Math.floor(mon.maxhp / 3));
+    }
   }
   if (known.terastallized && mon.teraType) battle.actions.terastallize(mon);
   for (const move of known.moves) { // a fainted Pokémon's PP and item too (Revival Blessing)

@@ -26,5 +26,6 @@ def test_worlds_match_the_real_battle_on_at_least_95_percent_of_tracked_fields()
     # the simulator ends a battle by these counts: a world must carry them exactly
     counts = [k for k in result["differing"] if k.endswith(("pokemon_left", "total_fainted"))]
     assert not counts, result
-    # these battles have fainted Pokémon that used moves and lost items: a world keeps both
-    assert not {"me.*.pp", "foe.*.item"} & set(result["differing"]), result
+    # these battles have fainted Pokémon that used moves and lost items (a world keeps both)
+    # and an opponent's Regenerator, not yet revealed, that healed on switching out
+    assert not {"me.*.pp", "foe.*.item", "foe.*.hp"} & set(result["differing"]), result
