@@ -54,8 +54,9 @@ def _details(details: str) -> tuple[str, int, str]:
     return parts[0], level, gender
 
 
-def _active_extras(mon: Pokemon | None, request: dict[str, Any]) -> dict[str, Any]:
-    """Boosts, volatiles and locks of an active Pokémon (empty for a benched one)."""
+def _active_extras(mon: Pokemon | None, request: dict[str, Any], recharge: bool) -> dict[str, Any]:
+    """Boosts, volatiles and locks of an active Pokémon (empty for a benched one);
+    ``recharge``: it must recharge this turn (:func:`_must_recharge`)."""
     if mon is None or not mon.active:
         return {}
     extras: dict[str, Any] = {
@@ -63,7 +64,7 @@ def _active_extras(mon: Pokemon | None, request: dict[str, Any]) -> dict[str, An
         | {"accuracy": mon.boosts.get("accuracy", 0), "evasion": mon.boosts.get("evasion", 0)},
         "volatiles": _volatiles(mon),
         "protect_counter": mon.protect_counter,
-        "must_recharge": mon.must_recharge,
+        "must_recharge": recharge,
     }
     enabled = [
         m["id"]
@@ -116,7 +117,7 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
                 "tera_type": _id(entry.get("teraType")) or None,
                 "terastallized": bool(entry.get("terastallized")),
                 "active": bool(entry.get("active")),
-                **_active_extras(mon, request),
+                **_active_extras(mon, request, _must_recharge(battle, battle.player_role or "")),
             }
         )
     active = request.get("active")
@@ -154,6 +155,20 @@ def _stint_moves(battle: AbstractBattle, role: str) -> list[str]:
     return [m for m in reversed(moves) if m != "struggle"]
 
 
+def _must_recharge(battle: AbstractBattle, role: str) -> bool:
+    """Whether ``role``'s active Pokémon must recharge this turn (after Hyper Beam): a
+    ``-mustrecharge`` message not yet followed by its ``cant ... recharge`` turn (poke-env
+    keeps its flag up through that turn until the Pokémon next moves)."""
+    for message in reversed(battle._replay_data):
+        if len(message) < 3 or not message[2].startswith(f"{role}a"):
+            continue
+        if message[1] == "-mustrecharge":
+            return True
+        if message[1] in ("cant", "move", "switch", "drag"):
+            return False
+    return False
+
+
 def _foe_locks(moves: list[str]) -> dict[str, Any]:
     """What the opponent active's moves since it switched in say: the move a choice item
     would lock (one move chosen, maybe repeatedly) and Encore would, or, after two
@@ -168,7 +183,7 @@ def _foe_locks(moves: list[str]) -> dict[str, Any]:
     return locks
 
 
-def _foe_mon(mon: Pokemon, unknown_item: str, stint: list[str]) -> dict[str, Any]:
+def _foe_mon(mon: Pokemon, unknown_item: str, stint: list[str], recharge: bool) -> dict[str, Any]:
     status, counter = _status(mon)
     item = mon.item
     return {
@@ -188,7 +203,7 @@ def _foe_mon(mon: Pokemon, unknown_item: str, stint: list[str]) -> dict[str, Any
         "tera_type": _enum_id(mon.tera_type) if mon.is_terastallized else None,
         "terastallized": mon.is_terastallized,
         "active": mon.active,
-        **_active_extras(mon, {}),
+        **_active_extras(mon, {}, recharge),
         **(_foe_locks(stint) if mon.active else {}),
     }
 
@@ -214,12 +229,15 @@ def battle_view(battle: AbstractBattle) -> dict[str, Any]:
     faints = _faints(battle)  # both sides in one pass over the log
     foe_role = {"p1": "p2", "p2": "p1"}.get(battle.player_role or "", "")
     stint = _stint_moves(battle, foe_role) if foe_role else []
+    recharge = _must_recharge(battle, foe_role) if foe_role else False
     return {
         "format": battle.battle_tag.split("-")[1] if "-" in battle.battle_tag else battle.format,
         "turn": battle.turn,
         "me": {**_own_side(battle, request), "faints": faints[battle.player_role or ""]},
         "foe": {
-            "pokemon": [_foe_mon(m, unknown_item, stint) for m in battle.opponent_team.values()],
+            "pokemon": [
+                _foe_mon(m, unknown_item, stint, recharge) for m in battle.opponent_team.values()
+            ],
             "conditions": _conditions(battle.opponent_side_conditions, battle.turn),
             "can_tera": battle.gen >= 9 and not battle.opponent_used_tera,
             "team_size": 6,

@@ -67,3 +67,16 @@ def test_the_opponents_moves_since_it_switched_in_name_its_locks() -> None:
     battle.parse_message(["", "switch", "p2a: Gyarados", "Gyarados, L80", "100/100"])
     foe = _foe_active(battle_view(battle))
     assert not {"choice_move", "last_move", "not_choice"} & set(foe)
+
+
+def test_a_recharge_turn_is_over_once_the_pokemon_could_not_move_for_it() -> None:
+    """After Hyper Beam the opponent must recharge; after its ``cant ... recharge`` turn it
+    acts again (poke-env keeps its own flag up until the Pokémon next moves)."""
+    battle = synthetic_battle(
+        [("Pikachu", 80, "100/100", ["thunderbolt"])], opponent_messages=[GYARADOS]
+    )
+    battle.parse_message(["", "move", "p2a: Gyarados", "Hyper Beam", "p1a: Pikachu"])
+    battle.parse_message(["", "-mustrecharge", "p2a: Gyarados"])
+    assert _foe_active(battle_view(battle))["must_recharge"] is True
+    battle.parse_message(["", "cant", "p2a: Gyarados", "recharge"])
+    assert _foe_active(battle_view(battle))["must_recharge"] is False
