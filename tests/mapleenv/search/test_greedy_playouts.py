@@ -4,17 +4,10 @@ opponent replies a search plays are legal and keep its best attack and status mo
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
-
-from mapleenv.search.host import SEARCH_SCRIPT
-from mapleenv.showdown import find_node, find_showdown
+from node_script import run_node_script
 
 pytestmark = pytest.mark.integration
-
-JS = SEARCH_SCRIPT.parent
 
 PLAYOUTS = """
 const {loadSim} = require(%(load)s);
@@ -46,15 +39,7 @@ console.log(JSON.stringify(out));
 
 
 def test_greedy_playouts_choose_only_legal_actions_and_finish_battles() -> None:
-    script = PLAYOUTS % {
-        "load": json.dumps(str(JS / "load_sim.js")),
-        "rollout": json.dumps(str(JS / "search" / "rollout.js")),
-        "showdown": json.dumps(str(find_showdown())),
-    }
-    result = subprocess.run(
-        [find_node(), "-e", script], capture_output=True, text=True, timeout=240, check=True
-    )
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = run_node_script(PLAYOUTS, "rollout")
     assert out["battles"] == out["ended"] == 12, out
     assert out["refused"] == 0, out
     assert out["switches"] > 0  # forced switches after faints were chosen greedily
@@ -107,16 +92,7 @@ console.log(JSON.stringify(out));
 
 
 def test_the_replies_searched_keep_the_best_attack_and_status_move_of_legal_choices() -> None:
-    script = REPLIES % {
-        "load": json.dumps(str(JS / "load_sim.js")),
-        "rollout": json.dumps(str(JS / "search" / "rollout.js")),
-        "game": json.dumps(str(JS / "search" / "game.js")),
-        "showdown": json.dumps(str(find_showdown())),
-    }
-    result = subprocess.run(
-        [find_node(), "-e", script], capture_output=True, text=True, timeout=240, check=True
-    )
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = run_node_script(REPLIES, "rollout", "game")
     assert out["states"] > 50, out
     assert out["illegal"] == out["wrongSize"] == out["twoTera"] == 0, out
     # every state with a usable status move searches one, and one attack where it has any

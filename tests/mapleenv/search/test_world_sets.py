@@ -3,17 +3,10 @@ random-battle generator and pruned by what the seat saw."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
-
-from mapleenv.search.host import SEARCH_SCRIPT
-from mapleenv.showdown import find_node, find_showdown
+from node_script import run_node_script
 
 pytestmark = pytest.mark.integration
-
-JS = SEARCH_SCRIPT.parent
 
 CHOICE_ITEMS = """
 const {loadSim} = require(%(load)s);
@@ -39,14 +32,6 @@ console.log(JSON.stringify(out));
 def test_an_opponent_that_chose_two_moves_since_switching_in_gets_no_choice_item() -> None:
     """A choice item locks its holder into one move until it switches out: after two
     different moves (the view's ``not_choice``) the world's set carries another item."""
-    script = CHOICE_ITEMS % {
-        "load": json.dumps(str(JS / "load_sim.js")),
-        "world": json.dumps(str(JS / "search" / "world.js")),
-        "showdown": json.dumps(str(find_showdown())),
-    }
-    result = subprocess.run(
-        [find_node(), "-e", script], capture_output=True, text=True, timeout=120, check=True
-    )
-    out = json.loads(result.stdout.strip().splitlines()[-1])
+    out = run_node_script(CHOICE_ITEMS, "world", timeout=120)
     assert out["choice"]["false"] >= 10, out  # the generator hands out choice items
     assert out["choice"]["true"] == 0, out
