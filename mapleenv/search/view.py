@@ -23,6 +23,8 @@ from mapleenv.actions import by_slot
 
 # Side conditions counted in layers by poke-env; the others hold the turn they started.
 _LAYERED = {"spikes", "toxicspikes"}
+# Moves that lock their user in for 2-3 turns, then confuse it (the ``lockedmove`` volatile).
+_RAMPAGE = {"outrage", "thrash", "petaldance", "ragingfury"}
 
 
 def _id(text: Any) -> str:
@@ -54,9 +56,8 @@ def _details(details: str) -> tuple[str, int, str]:
     return parts[0], level, gender
 
 
-def _active_extras(mon: Pokemon | None, request: dict[str, Any], recharge: bool) -> dict[str, Any]:
-    """Boosts, volatiles and locks of an active Pokémon (empty for a benched one);
-    ``recharge``: it must recharge this turn (:func:`_must_recharge`)."""
+def _active_extras(mon: Pokemon | None, request: dict[str, Any]) -> dict[str, Any]:
+    """Boosts, volatiles and locks of an active Pokémon (empty for a benched one)."""
     if mon is None or not mon.active:
         return {}
     extras: dict[str, Any] = {
@@ -64,7 +65,7 @@ def _active_extras(mon: Pokemon | None, request: dict[str, Any], recharge: bool)
         | {"accuracy": mon.boosts.get("accuracy", 0), "evasion": mon.boosts.get("evasion", 0)},
         "volatiles": _volatiles(mon),
         "protect_counter": mon.protect_counter,
-        "must_recharge": recharge,
+        "must_recharge": mon.must_recharge,
     }
     enabled = [
         m["id"]
@@ -84,6 +85,7 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
         for m in ((request.get("active") or [{}])[0].get("moves") or ())
         if isinstance(m.get("pp"), int)
     }
+    facts = _log_facts(battle, battle.player_role or "", foe=False)
     pokemon = []
     for entry in (request.get("side") or {}).get("pokemon") or ():
         species, level, gender = _details(entry.get("details", ""))
@@ -117,7 +119,8 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
                 "tera_type": _id(entry.get("teraType")) or None,
                 "terastallized": bool(entry.get("terastallized")),
                 "active": bool(entry.get("active")),
-                **_active_extras(mon, request, _must_recharge(battle, battle.player_role or "")),
+                **_active_extras(mon, request),
+                **(facts if entry.get("active") else {}),
             }
         )
     active = request.get("active")
@@ -155,6 +158,19 @@ def _stint_moves(battle: AbstractBattle, role: str) -> list[str]:
     return [m for m in reversed(moves) if m != "struggle"]
 
 
+def _log_facts(battle: AbstractBattle, role: str, foe: bool) -> dict[str, Any]:
+    """What the log says of ``role``'s active Pokémon that poke-env does not keep: whether
+    it must recharge this turn and, for the opponent (whose request the seat never sees),
+    its locks (:func:`_foe_locks`, :func:`_rampage`)."""
+    facts: dict[str, Any] = {"must_recharge": _must_recharge(battle, role)}
+    if foe:
+        facts |= _foe_locks(_stint_moves(battle, role))
+        rampage = _rampage(battle, role)
+        if rampage is not None:
+            facts["rampage"] = rampage
+    return facts
+
+
 def _must_recharge(battle: AbstractBattle, role: str) -> bool:
     """Whether ``role``'s active Pokémon must recharge this turn (after Hyper Beam): a
     ``-mustrecharge`` message not yet followed by its ``cant ... recharge`` turn (poke-env
@@ -167,6 +183,32 @@ def _must_recharge(battle: AbstractBattle, role: str) -> bool:
         if message[1] in ("cant", "move", "switch", "drag"):
             return False
     return False
+
+
+def _rampage(battle: AbstractBattle, role: str) -> dict[str, Any] | None:
+    """The rampage (Outrage, Thrash, Petal Dance, Raging Fury) ``role``'s active Pokémon is
+    locked into this turn: the move and how many turns in a row it has used it (the first
+    use chosen, the next ``[from] lockedmove``), or None: no rampage last turn, or it ended
+    (``-start ... confusion|[fatigue]``) or was stopped."""
+    turns, uses, move = 0, 0, None
+    for message in reversed(battle._replay_data):
+        if message[1:2] == ["turn"]:
+            turns += 1
+            if turns > uses + 1:  # a turn without the rampage
+                return None
+            continue
+        if len(message) < 4 or not message[2].startswith(f"{role}a"):
+            continue
+        kind, what = message[1], _id(message[3])
+        if (kind == "-start" and what == "confusion") or kind in ("cant", "switch", "drag"):
+            return None
+        if kind == "move":
+            if what not in _RAMPAGE or (move is not None and what != move):
+                return None
+            move, uses = what, uses + 1
+            if not any(p.startswith("[from]") for p in message[4:]):
+                return {"move": move, "uses": uses}  # the turn it began
+    return None
 
 
 def _foe_locks(moves: list[str]) -> dict[str, Any]:
@@ -183,7 +225,7 @@ def _foe_locks(moves: list[str]) -> dict[str, Any]:
     return locks
 
 
-def _foe_mon(mon: Pokemon, unknown_item: str, stint: list[str], recharge: bool) -> dict[str, Any]:
+def _foe_mon(mon: Pokemon, unknown_item: str, facts: dict[str, Any]) -> dict[str, Any]:
     status, counter = _status(mon)
     item = mon.item
     return {
@@ -203,8 +245,8 @@ def _foe_mon(mon: Pokemon, unknown_item: str, stint: list[str], recharge: bool) 
         "tera_type": _enum_id(mon.tera_type) if mon.is_terastallized else None,
         "terastallized": mon.is_terastallized,
         "active": mon.active,
-        **_active_extras(mon, {}, recharge),
-        **(_foe_locks(stint) if mon.active else {}),
+        **_active_extras(mon, {}),
+        **(facts if mon.active else {}),
     }
 
 
@@ -228,15 +270,14 @@ def battle_view(battle: AbstractBattle) -> dict[str, Any]:
         field["weather"] = {"id": _enum_id(weather), "turns": max(0, battle.turn - start)}
     faints = _faints(battle)  # both sides in one pass over the log
     foe_role = {"p1": "p2", "p2": "p1"}.get(battle.player_role or "", "")
-    stint = _stint_moves(battle, foe_role) if foe_role else []
-    recharge = _must_recharge(battle, foe_role) if foe_role else False
+    foe_facts = _log_facts(battle, foe_role, foe=True) if foe_role else {}
     return {
         "format": battle.battle_tag.split("-")[1] if "-" in battle.battle_tag else battle.format,
         "turn": battle.turn,
         "me": {**_own_side(battle, request), "faints": faints[battle.player_role or ""]},
         "foe": {
             "pokemon": [
-                _foe_mon(m, unknown_item, stint, recharge) for m in battle.opponent_team.values()
+                _foe_mon(m, unknown_item, foe_facts) for m in battle.opponent_team.values()
             ],
             "conditions": _conditions(battle.opponent_side_conditions, battle.turn),
             "can_tera": battle.gen >= 9 and not battle.opponent_used_tera,

@@ -78,6 +78,14 @@ function setVolatiles(battle, mon, known, foeActive) {
     mon.volatiles.mustrecharge = battle.initEffectState({id: 'mustrecharge', target: mon,
       duration: 2});
   }
+  const rampage = known.rampage;
+  if (rampage && mon.hasMove(toID(rampage.move))) {
+    // locked in (onLockMove); its turns left (lockedmove's trueDuration, 2-3 from its
+    // first use, one less each turn) drawn where the view cannot tell them
+    mon.volatiles.lockedmove = battle.initEffectState({id: 'lockedmove', target: mon,
+      move: toID(rampage.move), duration: 1,
+      trueDuration: rampage.uses >= 2 ? 1 : battle.random(1, 3)});
+  }
   const item = mon.getItem();
   if (item.isChoice && known.choice_move && mon.hasMove(toID(known.choice_move))) {
     mon.volatiles.choicelock = battle.initEffectState({id: 'choicelock', target: mon,

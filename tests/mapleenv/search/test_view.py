@@ -80,3 +80,28 @@ def test_a_recharge_turn_is_over_once_the_pokemon_could_not_move_for_it() -> Non
     assert _foe_active(battle_view(battle))["must_recharge"] is True
     battle.parse_message(["", "cant", "p2a: Gyarados", "recharge"])
     assert _foe_active(battle_view(battle))["must_recharge"] is False
+
+
+def test_a_rampage_locks_the_opponent_until_it_ends_in_fatigue() -> None:
+    """Outrage chosen last turn, or carried on (``[from] lockedmove``) since, locks the
+    opponent this turn; the turn it ends (confused by fatigue) or passes without it, not."""
+    battle = synthetic_battle(
+        [("Pikachu", 80, "100/100", ["thunderbolt"])], opponent_messages=[GYARADOS]
+    )
+    outrage = ["move", "p2a: Gyarados", "Outrage", "p1a: Pikachu"]
+    steps = [
+        ([["turn", "1"]], None),
+        ([outrage, ["turn", "2"]], {"move": "outrage", "uses": 1}),
+        ([[*outrage, "[from]lockedmove"], ["turn", "3"]], {"move": "outrage", "uses": 2}),
+        (
+            [[*outrage, "[from]lockedmove"], ["-start", "p2a: Gyarados", "confusion", "[fatigue]"]]
+            + [["turn", "4"]],
+            None,
+        ),
+        ([outrage, ["turn", "5"]], {"move": "outrage", "uses": 1}),
+        ([["turn", "6"]], None),  # a turn without it: stopped (it fell asleep, say)
+    ]
+    for messages, rampage in steps:
+        for message in messages:
+            battle.parse_message(["", *message])
+        assert _foe_active(battle_view(battle)).get("rampage") == rampage, messages
