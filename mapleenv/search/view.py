@@ -5,7 +5,9 @@ ability, Tera type) plus what poke-env tracked (boosts, volatiles, PP); the oppo
 poke-env's reading of the protocol (revealed Pokémon, HP fraction, status, revealed moves,
 item and ability when seen). Unknown values are ``None`` (an item ``""`` is a known lack
 of one: consumed or knocked off). Each side also carries ``faints``, its ``|faint|``
-messages in the log. ``mapleenv/js/search/state.js`` reads it.
+messages in the log, and its active Pokémon what the log says that poke-env does not
+keep (a recharge turn; the opponent's choice lock, Encore target and rampage).
+``mapleenv/js/search/state.js`` reads it.
 """
 
 from __future__ import annotations
