@@ -6,7 +6,8 @@ poke-env's reading of the protocol (revealed Pokémon, HP fraction, status, reve
 item and ability when seen). Unknown values are ``None`` (an item ``""`` is a known lack
 of one: consumed or knocked off). Each side also carries ``faints``, its ``|faint|``
 messages in the log, and its active Pokémon what the log says that poke-env does not
-keep (a recharge turn; the opponent's choice lock, Encore target and rampage).
+keep (a recharge turn, the seat's forme; the opponent's choice lock, Encore target and
+rampage).
 ``mapleenv/js/search/state.js`` reads it.
 """
 
@@ -163,14 +164,30 @@ def _stint_moves(battle: AbstractBattle, role: str) -> list[str]:
 def _log_facts(battle: AbstractBattle, role: str, foe: bool) -> dict[str, Any]:
     """What the log says of ``role``'s active Pokémon that poke-env does not keep: whether
     it must recharge this turn and, for the opponent (whose request the seat never sees),
-    its locks (:func:`_foe_locks`, :func:`_rampage`)."""
+    its locks (:func:`_foe_locks`, :func:`_rampage`); for the seat, its forme."""
     facts: dict[str, Any] = {"must_recharge": _must_recharge(battle, role)}
+    if not foe:  # poke-env takes the seat's own species from its requests
+        facts["forme"] = _forme(battle, role)
     if foe:
         facts |= _foe_locks(_stint_moves(battle, role))
         rampage = _rampage(battle, role)
         if rampage is not None:
             facts["rampage"] = rampage
     return facts
+
+
+def _forme(battle: AbstractBattle, role: str) -> str | None:
+    """The forme ``role``'s active Pokémon took in battle since it switched in (its last
+    ``-formechange``: Morpeko-Hangry, Eiscue-Noice; a request names the base forme), or
+    None."""
+    for message in reversed(battle._replay_data):
+        if len(message) < 4 or not message[2].startswith(f"{role}a"):
+            continue
+        if message[1] == "-formechange":
+            return _id(message[3])
+        if message[1] in ("switch", "drag"):
+            return None
+    return None
 
 
 def _must_recharge(battle: AbstractBattle, role: str) -> bool:

@@ -100,6 +100,13 @@ function setPokemon(battle, mon, known, own, foeActive) {
       mon.storedStats[stat] = mon.baseStoredStats[stat] = known.stats[stat];
     }
     mon.hp = known.hp;
+    const forme = battle.dex.species.get(known.forme || '');
+    if (mon.isActive && forme.exists && forme.id !== mon.species.id &&
+        toID(forme.baseSpecies) === toID(mon.species.baseSpecies)) {
+      // a forme its ability changed in battle (Morpeko-Hangry, Eiscue-Noice); the stats
+      // are the new forme's, from the set's (random-battle) EVs and IVs
+      mon.formeChange(forme.name, null, false);
+    }
   } else {
     mon.hp = known.fainted ? 0 : Math.max(1, Math.round(known.hp_fraction * mon.maxhp));
     // the HP seen is from before it left the field: poke-env heals a known Regenerator

@@ -147,7 +147,9 @@ function ownSets(dex, me) {
     ability: p.ability || '',
     moves: p.moves.map(m => m.id),
     teraType: typeName(dex, p.tera_type) || dex.species.get(p.species).types[0],
-    evs: {hp: 0, atk: 0, def: 0, spa: 0, spd: 0, spe: 0},
+    // the request's stats are written over these; a forme changed in battle recomputes
+    // them from the random-battle spread
+    evs: {hp: 84, atk: 84, def: 84, spa: 84, spd: 84, spe: 84},
   }));
 }
 

@@ -105,3 +105,16 @@ def test_a_rampage_locks_the_opponent_until_it_ends_in_fatigue() -> None:
         for message in messages:
             battle.parse_message(["", *message])
         assert _foe_active(battle_view(battle)).get("rampage") == rampage, messages
+
+
+def test_the_seats_forme_changed_in_battle_is_read_from_the_log() -> None:
+    """Hunger Switch turns Morpeko Hangry and back each turn; its requests name the base
+    forme, so the view reads the forme from the last ``-formechange`` since it came in."""
+    battle = synthetic_battle([("Morpeko", 88, "100/100", ["aurawheel"])])
+    own = battle_view(battle)["me"]["pokemon"][0]
+    assert own["forme"] is None
+    change = ["-formechange", "p1a: Morpeko", "Morpeko-Hangry", "", "[from] ability: Hunger Switch"]
+    battle.parse_message(["", *change])
+    assert battle_view(battle)["me"]["pokemon"][0]["forme"] == "morpekohangry"
+    battle.parse_message(["", "switch", "p1a: Morpeko", "Morpeko, L88", "100/100"])
+    assert battle_view(battle)["me"]["pokemon"][0]["forme"] is None
