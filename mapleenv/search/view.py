@@ -6,15 +6,12 @@ poke-env's reading of the protocol (revealed Pokémon, HP fraction, status, reve
 item and ability when seen). Unknown values are ``None`` (an item ``""`` is a known lack
 of one: consumed or knocked off). Each side also carries ``faints``, its ``|faint|``
 messages in the log, and its active Pokémon what the log says that poke-env does not
-keep (a recharge turn, the seat's forme; the opponent's choice lock, Encore target and
-rampage).
-``mapleenv/js/search/state.js`` reads it.
+keep (:mod:`mapleenv.search.log_facts`). ``mapleenv/js/search/state.js`` reads it.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Any
 
 from poke_env.battle.abstract_battle import AbstractBattle
@@ -23,11 +20,10 @@ from poke_env.data import GenData
 from poke_env.player.battle_order import BattleOrder
 
 from mapleenv.actions import by_slot
+from mapleenv.search.log_facts import log_facts, log_faints
 
 # Side conditions counted in layers by poke-env; the others hold the turn they started.
 _LAYERED = {"spikes", "toxicspikes"}
-# Moves that lock their user in for 2-3 turns, then confuse it (the ``lockedmove`` volatile).
-_RAMPAGE = {"outrage", "thrash", "petaldance", "ragingfury"}
 
 
 def _id(text: Any) -> str:
@@ -88,7 +84,7 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
         for m in ((request.get("active") or [{}])[0].get("moves") or ())
         if isinstance(m.get("pp"), int)
     }
-    facts = _log_facts(battle, battle.player_role or "", foe=False)
+    facts = log_facts(battle, battle.player_role or "", foe=False)
     pokemon = []
     for entry in (request.get("side") or {}).get("pokemon") or ():
         species, level, gender = _details(entry.get("details", ""))
@@ -138,112 +134,6 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
     }
 
 
-def _faints(battle: AbstractBattle) -> Counter:
-    """How many times a Pokémon of each side (``"p1"``, ``"p2"``) fainted (``|faint|``
-    messages): the simulator's count, which Revival Blessing does not take back (Last
-    Respects reads it)."""
-    log = battle._replay_data
-    return Counter(m[2][:2] for m in log if len(m) > 2 and m[1] == "faint")
-
-
-def _stint_moves(battle: AbstractBattle, role: str) -> list[str]:
-    """The moves ``role``'s active Pokémon chose since it last switched in (``|move|``
-    messages, oldest first; moves another move or an ability called, ``[from] ...``, and
-    Struggle left out): a choice item locks the first, Encore the last."""
-    moves: list[str] = []
-    for message in reversed(battle._replay_data):
-        if len(message) < 3 or not message[2].startswith(f"{role}a"):
-            continue
-        if message[1] in ("switch", "drag"):
-            break
-        if message[1] == "move" and not any(p.startswith("[from]") for p in message[4:]):
-            moves.append(_id(message[3]))
-    return [m for m in reversed(moves) if m != "struggle"]
-
-
-def _log_facts(battle: AbstractBattle, role: str, foe: bool) -> dict[str, Any]:
-    """What the log says of ``role``'s active Pokémon that poke-env does not keep: whether
-    it must recharge this turn and, for the opponent (whose request the seat never sees),
-    its locks (:func:`_foe_locks`, :func:`_rampage`); for the seat, its forme."""
-    facts: dict[str, Any] = {"must_recharge": _must_recharge(battle, role)}
-    if not foe:  # poke-env takes the seat's own species from its requests
-        facts["forme"] = _forme(battle, role)
-    if foe:
-        facts |= _foe_locks(_stint_moves(battle, role))
-        rampage = _rampage(battle, role)
-        if rampage is not None:
-            facts["rampage"] = rampage
-    return facts
-
-
-def _forme(battle: AbstractBattle, role: str) -> str | None:
-    """The forme ``role``'s active Pokémon took in battle since it switched in (its last
-    ``-formechange``: Morpeko-Hangry, Eiscue-Noice; a request names the base forme), or
-    None."""
-    for message in reversed(battle._replay_data):
-        if len(message) < 4 or not message[2].startswith(f"{role}a"):
-            continue
-        if message[1] == "-formechange":
-            return _id(message[3])
-        if message[1] in ("switch", "drag"):
-            return None
-    return None
-
-
-def _must_recharge(battle: AbstractBattle, role: str) -> bool:
-    """Whether ``role``'s active Pokémon must recharge this turn (after Hyper Beam): a
-    ``-mustrecharge`` message not yet followed by its ``cant ... recharge`` turn (poke-env
-    keeps its flag up through that turn until the Pokémon next moves)."""
-    for message in reversed(battle._replay_data):
-        if len(message) < 3 or not message[2].startswith(f"{role}a"):
-            continue
-        if message[1] == "-mustrecharge":
-            return True
-        if message[1] in ("cant", "move", "switch", "drag"):
-            return False
-    return False
-
-
-def _rampage(battle: AbstractBattle, role: str) -> dict[str, Any] | None:
-    """The rampage (Outrage, Thrash, Petal Dance, Raging Fury) ``role``'s active Pokémon is
-    locked into this turn: the move and how many turns in a row it has used it (the first
-    use chosen, the next ``[from] lockedmove``), or None: no rampage last turn, or it ended
-    (``-start ... confusion|[fatigue]``) or was stopped."""
-    turns, uses, move = 0, 0, None
-    for message in reversed(battle._replay_data):
-        if message[1:2] == ["turn"]:
-            turns += 1
-            if turns > uses + 1:  # a turn without the rampage
-                return None
-            continue
-        if len(message) < 4 or not message[2].startswith(f"{role}a"):
-            continue
-        kind, what = message[1], _id(message[3])
-        if (kind == "-start" and what == "confusion") or kind in ("cant", "switch", "drag"):
-            return None
-        if kind == "move":
-            if what not in _RAMPAGE or (move is not None and what != move):
-                return None
-            move, uses = what, uses + 1
-            if not any(p.startswith("[from]") for p in message[4:]):
-                return {"move": move, "uses": uses}  # the turn it began
-    return None
-
-
-def _foe_locks(moves: list[str]) -> dict[str, Any]:
-    """What the opponent active's moves since it switched in say: the move a choice item
-    would lock (one move chosen, maybe repeatedly) and Encore would, or, after two
-    different moves, that it holds no choice item."""
-    if not moves:
-        return {}
-    locks: dict[str, Any] = {"last_move": moves[-1]}
-    if len(set(moves)) == 1:
-        locks["choice_move"] = moves[0]
-    else:
-        locks["not_choice"] = True
-    return locks
-
-
 def _foe_mon(mon: Pokemon, unknown_item: str, facts: dict[str, Any]) -> dict[str, Any]:
     status, counter = _status(mon)
     item = mon.item
@@ -287,9 +177,9 @@ def battle_view(battle: AbstractBattle) -> dict[str, Any]:
     }
     for weather, start in battle.weather.items():
         field["weather"] = {"id": _enum_id(weather), "turns": max(0, battle.turn - start)}
-    faints = _faints(battle)  # both sides in one pass over the log
+    faints = log_faints(battle)  # both sides in one pass over the log
     foe_role = {"p1": "p2", "p2": "p1"}.get(battle.player_role or "", "")
-    foe_facts = _log_facts(battle, foe_role, foe=True) if foe_role else {}
+    foe_facts = log_facts(battle, foe_role, foe=True) if foe_role else {}
     return {
         "format": battle.battle_tag.split("-")[1] if "-" in battle.battle_tag else battle.format,
         "turn": battle.turn,
