@@ -147,3 +147,11 @@ def make_battle(
     )
     battle.end_turn(turn)
     return battle
+
+
+def write_illegal_team(path: Path) -> Path:
+    """A gen9ou team file the simulator's validator refuses (a move that does not exist):
+    a command given it passes its preflight, which reads only the file's kind, and stops
+    once the simulator validates it, with logging set up and its run dir written."""
+    path.write_text("Pikachu @ Light Ball\nAbility: Static\n- Notamove\n")
+    return path

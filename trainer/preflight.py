@@ -122,6 +122,7 @@ class EvaluatePreflight(Callback):
         from mapleenv.opponents import check_policy_files
         from mapleenv.paths import check_writable
         from mapleenv.plugins import import_plugins
+        from mapleenv.showdown import ShowdownError
         from trainer.config import check_evaluation, checkpoint_battle_format
 
         try:
@@ -139,6 +140,8 @@ class EvaluatePreflight(Callback):
             _check_game(cfg, checkpoint, battle_format)
             _check_env_values(cfg, checkpoint, battle_format)
             _check_team_folders(cfg, checkpoint)
+        except ShowdownError as exc:  # server_url: nothing answers there
+            fail(str(exc), logger="trainer.apps.evaluate")
         except Exception as exc:
             _refuse(exc, "trainer.apps.evaluate")
 
@@ -170,13 +173,18 @@ def _check_game(cfg: Any, checkpoint: dict[str, Any], battle_format: str) -> Non
 
 def _check_env_values(cfg: Any, checkpoint: dict[str, Any], battle_format: str) -> None:
     """The env values the evaluation's battles take (``max_turns``, the checkpoint's when not
-    given), checked by ``EnvSpec``, their one home: a one-line ``ValueError``."""
+    given; ``server_url``), checked by ``EnvSpec``, their one home: a one-line
+    ``ValueError``; a ``server_url`` nothing answers at within the env's reconnect time: a
+    ``ShowdownError`` (its line)."""
+    from mapleenv.showdown.package import wait_for_server
     from mapleenv.spec import EnvSpec
 
     max_turns = (
         cfg.max_turns if cfg.max_turns is not None else _checkpoint_env(checkpoint).get("max_turns")
     )
-    EnvSpec(battle_format=battle_format, max_turns=max_turns)
+    spec = EnvSpec(battle_format=battle_format, max_turns=max_turns, server=cfg.server_url)
+    if cfg.server_url:
+        wait_for_server(spec.server, spec.reconnect_timeout)
 
 
 def _check_team_folders(cfg: Any, checkpoint: dict[str, Any]) -> None:

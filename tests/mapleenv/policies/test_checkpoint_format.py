@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from builders import write_tiny_checkpoint
+from builders import write_illegal_team, write_tiny_checkpoint
 from memory_env import ITER_STEPS, memory_cfg
 from warm_cli import run_python
 
@@ -367,12 +367,13 @@ def test_evaluate_names_the_plugins_to_pass_and_imports_none(tmp_path, marker):
     plugin = write_plugin(tmp_path, "maple_test_evaluate_plugin", marker)
     named = tiny_with(tmp_path / "named.pt", plugins=[plugin])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    team = write_illegal_team(tmp_path / "team.txt")
     code, out = run_cli(
-        *("-m", "trainer.evaluate", f"checkpoint={named}", "max_turns=0"),
+        *("-m", "trainer.evaluate", f"checkpoint={named}", "battle_format=gen9ou", f"team={team}"),
         f"hydra.run.dir={tmp_path / 'eval'}",
         env=env,
     )
-    assert code == 2 and "max_turns must be >= 1" in out, out[-3000:]  # stopped after the check
+    assert code == 2 and "is not legal in gen9ou" in out, out[-3000:]  # stopped after the check
     line = assert_one_line(out, "WARNING", str(named))
     assert f"plugins ['{plugin}'], which are not imported" in line
     assert f"pass plugins=[{plugin}]" in line

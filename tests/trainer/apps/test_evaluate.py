@@ -13,7 +13,7 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
-from builders import write_tiny_checkpoint
+from builders import write_illegal_team, write_tiny_checkpoint
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from omegaconf import OmegaConf
 from warm_cli import run_python
@@ -143,11 +143,14 @@ def test_cli_error_and_logs_are_on_stderr_and_stdout_stays_empty(tmp_path):
     error line and the log lines before it go to stderr and the run's log file
     (conf/hydra/job_logging/maple.yaml); stdout is for results only, so it is empty."""
     checkpoint = write_tiny_checkpoint(tmp_path / "tiny.pt")
-    done = evaluate_cli(f"checkpoint={checkpoint}", "max_turns=0", cwd=tmp_path)
+    team = write_illegal_team(tmp_path / "team.txt")
+    done = evaluate_cli(
+        f"checkpoint={checkpoint}", "battle_format=gen9ou", f"team={team}", cwd=tmp_path
+    )
     assert done.returncode == 2, done.stderr[-3000:]
     assert done.stdout == ""
     errors = [line for line in done.stderr.splitlines() if "][ERROR] - " in line]
-    assert len(errors) == 1 and "max_turns" in errors[0], done.stderr[-3000:]
+    assert len(errors) == 1 and "is not legal in gen9ou" in errors[0], done.stderr[-3000:]
     assert "][INFO] - device: " in done.stderr  # a log line before the error
     assert errors[0] in (tmp_path / "hydra" / "evaluate.log").read_text()
 

@@ -170,6 +170,7 @@ def _settings_cases(tmp_path: Path) -> list[tuple[str, list[str], str]]:
         (evaluate[0], [*evaluate[1:], f"team={loop}"], "Too many levels of symbolic links"),
         (evaluate[0], [*evaluate[1:], "battles=0"], "battles must be >= 1, got 0"),
         (evaluate[0], [*evaluate[1:], "max_turns=0"], "max_turns must be >= 1 or None, got 0"),
+        (evaluate[0], [*evaluate[1:], "server_url=nope"], "bad server address 'nope'"),
         (evaluate[0], [*evaluate[1:], "opponents=[nobody]"], "unknown opponent 'nobody'"),
         (evaluate[0], [*evaluate[1:], "opponents=[self]"], "'self' plays snapshots pushed"),
         (
