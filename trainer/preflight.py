@@ -176,7 +176,7 @@ def _check_env_values(cfg: Any, checkpoint: dict[str, Any], battle_format: str) 
     given; ``server_url``), checked by ``EnvSpec``, their one home: a one-line
     ``ValueError``; a ``server_url`` nothing answers at within the env's reconnect time: a
     ``ShowdownError`` (its line)."""
-    from mapleenv.showdown.package import wait_for_server
+    from mapleenv.showdown import wait_for_server
     from mapleenv.spec import EnvSpec
 
     max_turns = (

@@ -15,6 +15,7 @@ from mapleenv.showdown.package import (
     find_showdown,
     free_port,
     port_is_open,
+    wait_for_server,
 )
 from mapleenv.showdown.pool import ServerPool
 from mapleenv.showdown.server import ShowdownServer
@@ -45,4 +46,5 @@ __all__ = [
     "render_config",
     "team_files",
     "team_pool",
+    "wait_for_server",
 ]
