@@ -45,7 +45,7 @@ def _forme(battle: AbstractBattle, role: str) -> str | None:
     ``-formechange``: Morpeko-Hangry, Eiscue-Noice; a request names the base forme), or
     None."""
     for message in reversed(battle._replay_data):
-        if len(message) < 4 or not message[2].startswith(f"{role}a"):
+        if not _of(message, role):
             continue
         if message[1] == "-formechange":
             return to_id_str(message[3])
@@ -59,7 +59,7 @@ def _must_recharge(battle: AbstractBattle, role: str) -> bool:
     ``-mustrecharge`` message not yet followed by its ``cant ... recharge`` turn (poke-env
     keeps its flag up through that turn until the Pokémon next moves)."""
     for message in reversed(battle._replay_data):
-        if len(message) < 3 or not message[2].startswith(f"{role}a"):
+        if not _of(message, role):
             continue
         if message[1] == "-mustrecharge":
             return True
@@ -80,16 +80,19 @@ def _rampage(battle: AbstractBattle, role: str) -> dict[str, Any] | None:
             if turns > uses + 1:  # a turn without the rampage
                 return None
             continue
-        if len(message) < 4 or not message[2].startswith(f"{role}a"):
+        if not _of(message, role):
             continue
-        kind, what = message[1], to_id_str(message[3])
-        if (kind == "-start" and what == "confusion") or kind in ("cant", "switch", "drag"):
+        kind = message[1]
+        if kind in ("cant", "switch", "drag") or (
+            kind == "-start" and to_id_str(message[3]) == "confusion"
+        ):
             return None
         if kind == "move":
-            if what not in _RAMPAGE or (move is not None and what != move):
+            what = to_id_str(message[3])
+            if what not in _RAMPAGE or move not in (None, what):
                 return None
             move, uses = what, uses + 1
-            if not any(p.startswith("[from]") for p in message[4:]):
+            if _chosen(message):
                 return {"move": move, "uses": uses}  # the turn it began
     return None
 
@@ -100,11 +103,11 @@ def _stint_moves(battle: AbstractBattle, role: str) -> list[str]:
     Struggle left out): a choice item locks the first, Encore the last."""
     moves: list[str] = []
     for message in reversed(battle._replay_data):
-        if len(message) < 3 or not message[2].startswith(f"{role}a"):
+        if not _of(message, role):
             continue
         if message[1] in ("switch", "drag"):
             break
-        if message[1] == "move" and not any(p.startswith("[from]") for p in message[4:]):
+        if _chosen(message):
             moves.append(to_id_str(message[3]))
     return [m for m in reversed(moves) if m != "struggle"]
 
@@ -121,3 +124,14 @@ def _foe_locks(moves: list[str]) -> dict[str, Any]:
     else:
         locks["not_choice"] = True
     return locks
+
+
+def _of(message: list[str], role: str) -> bool:
+    """Whether a log message is about ``role``'s active Pokémon (``p2a: ...``)."""
+    return len(message) > 2 and message[2].startswith(f"{role}a")
+
+
+def _chosen(message: list[str]) -> bool:
+    """A ``|move|`` its user chose, not one another move or an ability called for it
+    (``[from] move: Sleep Talk``, ``[from] lockedmove``, ``[from] ability: Magic Bounce``)."""
+    return message[1] == "move" and not any(p.startswith("[from]") for p in message[4:])

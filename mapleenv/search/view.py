@@ -64,7 +64,6 @@ def _active_extras(mon: Pokemon | None, request: dict[str, Any]) -> dict[str, An
         | {"accuracy": mon.boosts.get("accuracy", 0), "evasion": mon.boosts.get("evasion", 0)},
         "volatiles": _volatiles(mon),
         "protect_counter": mon.protect_counter,
-        "must_recharge": mon.must_recharge,
     }
     enabled = [
         m["id"]
