@@ -12,16 +12,22 @@
  *    opponent's likeliest replies searched per world (0: all), "prior": [log prior per own
  *    choice], "temperature": tau, "narrow_after": passes before only the policy's pick (the
  *    first own choice) and the best other choice go on, in new worlds (0 or no prior:
- *    never), "truth": [sets] | null}
+ *    never), "truth": [sets] | null, "foe_prior": [per world {choice: probability} | null]
+ *    | null: the opponent model's (replies by it, the "uniform" share of the model by it)}
  *     -> {"id": 1, "q": [score per own choice, null where no world allowed it or it was
  *         narrowed away],
  *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t,
  *         "build_ms": time spent building the worlds}
- *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null, "replies": R}
+ *   {"id": 2, "cmd": "world", "view": {...}, "seed": S, "truth": [sets] | null, "replies": R,
+ *    "foe_prior": [{choice: p}] | null, "foe_request": bool}
  *     -> {"id": 2, "state": {tracked fields of the built world}, "foe": [opponent's legal
  *         choices]; with R: "foe_names": [each as move:<id> / switch:<species>], "replies":
- *         [names of the R searched], "by_damage": [the R by damage alone]}   (fidelity,
- *         opponent model)
+ *         [names of the R searched], "by_damage": [the R by damage alone], with foe_prior
+ *         "by_prior": [the R likeliest by it]; with foe_request: "foe_request": the
+ *         opponent's request}   (fidelity, opponent model)
+ *   {"id": 5, "cmd": "foe_requests", "view": {...}, "seed": S, "worlds": K}
+ *     -> {"id": 5, "requests": [the opponent's request in each of the K worlds a search
+ *         with this view and seed builds]}   (search.opponent=policy: its model reads them)
  *   {"id": 3, "cmd": "warm", "format": F} -> {"id": 3, "ms": t}: loads the format's data and
  *     set generator and plays a few turns, so the first decision's budget is not spent on it
  *   {"id": 4, "cmd": "ping"} -> {"id": 4, "ok": true}
@@ -60,14 +66,42 @@ function generator(format, seed) {
   return gen;
 }
 
-function makeWorld(req, k) {
+/** The `k`th world of a request: the same battle for the same view, seed and `k`. */
+function worldBattle(req, k) {
   const gen = generator(req.view.format, seedOf(req.seed, k, 1));
-  const battle = buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed, k, 2), truth: req.truth});
+  return buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed, k, 2), truth: req.truth});
+}
+
+/** A reply the policy opponent model gives less than this is ranked by the greedy reading:
+ * a confident network's small probabilities do not order the rest. */
+const PRIOR_FLOOR = 0.02;
+
+/** The opponent's replies searched in a world and their weights in its model. With `prior`
+ * (the policy opponent model's probabilities by choice, when the request has them for this
+ * world): the choices it gives at least PRIOR_FLOOR, likeliest first, then the greedy
+ * reading's (rollout.js) up to `limit`, weighted by the prior. Else the greedy reading's
+ * `limit`, weighted evenly. */
+function replies(battle, legal, limit, memo, prior) {
+  const greedy = likelyReplies(battle, battle.sides[1], legal, limit, memo);
+  if (!prior) return {foe: greedy, weights: greedy.map(() => 1 / Math.max(1, greedy.length))};
+  const p = c => Math.max(0, Number(prior[c]) || 0);
+  const likely = legal.filter(c => p(c) >= PRIOR_FLOOR).sort((x, y) => p(y) - p(x));
+  const foe = [];
+  for (const c of likely.concat(greedy)) {
+    if (!foe.includes(c) && (!limit || foe.length < limit)) foe.push(c);
+  }
+  const total = foe.reduce((sum, c) => sum + p(c), 0);
+  return {foe, weights: foe.map(c => (total > 0 ? p(c) / total : 1 / foe.length))};
+}
+
+function makeWorld(req, k) {
+  const battle = worldBattle(req, k);
   const memo = new Map(); // greedy damage readings, shared by the world's rollouts
-  const foe = likelyReplies(battle, battle.sides[1], legalChoices(battle.sides[1]), req.replies,
-    memo);
+  const prior = req.foe_prior && req.foe_prior[k];
+  const {foe, weights} = replies(battle, legalChoices(battle.sides[1]), req.replies, memo, prior);
   return {
     memo,
+    weights: foe.length ? weights : [1],
     snapshot: JSON.stringify(battle.toJSON()),
     foe: foe.length ? foe : [null],
     sum: req.own.map(() => new Float64Array(Math.max(1, foe.length))),
@@ -170,7 +204,8 @@ function answer(req, worlds, sims, ms) {
     let total = 0;
     matrices.forEach((m, w) => {
       const y = theirs[w];
-      for (let b = 0; b < y.length; b++) total += ((1 - u) * y[b] + u / y.length) * m[i][b];
+      const model = worlds[w].weights;
+      for (let b = 0; b < y.length; b++) total += ((1 - u) * y[b] + u * model[b]) * m[i][b];
     });
     q[a] = total / matrices.length;
   });
@@ -207,18 +242,24 @@ function handle(req) {
   if (req.cmd === 'ping') return {ok: true};
   if (req.cmd === 'warm') return warm(req.format);
   if (req.cmd === 'search') return search(req);
+  if (req.cmd === 'foe_requests') { // the opponent's request in each world, for its model
+    const K = Math.max(1, req.worlds || 1);
+    return {requests: Array.from({length: K}, (x, k) => worldBattle(req, k).sides[1].activeRequest)};
+  }
   if (req.cmd === 'world') {
-    const gen = generator(req.view.format, seedOf(req.seed || 0, 0, 1));
-    const battle = buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed || 0, 0, 2),
-      truth: req.truth});
+    const battle = worldBattle(Object.assign({seed: 0}, req), 0);
     const foe = legalChoices(battle.sides[1]);
     const reply = {state: summarize(battle), foe};
+    if (req.foe_request) reply.foe_request = battle.sides[1].activeRequest;
     if (req.replies) { // scripts/search/search_replies.py; fidelity checks need none
       const memo = new Map();
       const named = choices => choices.map(c => choiceName(battle.sides[1], c));
       Object.assign(reply, {foe_names: named(foe),
         replies: named(likelyReplies(battle, battle.sides[1], foe, req.replies, memo)),
         by_damage: named(likelyReplies(battle, battle.sides[1], foe, req.replies, memo, []))});
+      if (req.foe_prior) { // the policy opponent model's replies
+        reply.by_prior = named(replies(battle, foe, req.replies, memo, req.foe_prior[0]).foe);
+      }
     }
     return reply;
   }

@@ -4,10 +4,12 @@ one-turn simultaneous-move game per world, its scores combined with the policy's
 
 from mapleenv.search.decide import Decision, SearchConfig, Searcher, SearchStats
 from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
+from mapleenv.search.opponent_model import PolicyOpponentModel, make_opponent_model
 from mapleenv.search.view import battle_view, decision_view
 
 __all__ = [
     "Decision",
+    "PolicyOpponentModel",
     "SearchConfig",
     "SearchHost",
     "SearchHostError",
@@ -16,4 +18,5 @@ __all__ = [
     "Searcher",
     "battle_view",
     "decision_view",
+    "make_opponent_model",
 ]

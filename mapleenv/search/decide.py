@@ -18,15 +18,29 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 
 logger = logging.getLogger(__name__)
+
+OPPONENT_MODELS = ("greedy", "policy")  # search.opponent (docs/search.md)
+# what a decision's view carries for Python only (the host builds worlds from the rest)
+_NOT_FOR_HOST = ("choices", "log")
+
+
+class OpponentModel(Protocol):
+    """Probabilities of the opponent's choices (host choice strings) in each world, from
+    the worlds' opponent requests (:class:`mapleenv.search.opponent_model.PolicyOpponentModel`)."""
+
+    def priors(
+        self, view: Mapping[str, Any], requests: Sequence[Mapping[str, Any] | None]
+    ) -> list[dict[str, float] | None]: ...
 
 
 @dataclasses.dataclass
@@ -44,6 +58,8 @@ class SearchConfig:
     rollout_turns: int = 2  # greedy turns played past each searched turn before scoring it
     replies: int = 5  # the opponent's likeliest replies searched per world (0: all of them)
     narrow_after: int = 0  # passes over all candidates before only the best two go on (0: never)
+    opponent: str = "greedy"  # the opponent model's replies: "greedy" reading or "policy" prior
+    prior_share: float = 0.5  # with opponent=policy: the model's share given to the prior
     hosts: int = 1  # search hosts (Node processes) searching decisions side by side
     seed: int = 0
 
@@ -62,12 +78,19 @@ class SearchConfig:
             "search.rollout_turns": 0 <= self.rollout_turns <= 500,
             "search.replies": 0 <= self.replies <= 26,
             "search.narrow_after": 0 <= self.narrow_after <= 1000,
+            "search.opponent": self.opponent in OPPONENT_MODELS,
+            "search.prior_share": 0 <= self.prior_share <= 1,
             "search.hosts": 1 <= self.hosts <= 64,
             "search.seed": 0 <= self.seed < 2**32,
         }
         for name, ok in checks.items():
             if not ok:
-                raise ValueError(f"{name} is out of range: {getattr(self, name[7:])!r}")
+                what = (
+                    "is not one of " + ", ".join(OPPONENT_MODELS)
+                    if name == "search.opponent"
+                    else "is out of range"
+                )
+                raise ValueError(f"{name} {what}: {getattr(self, name[7:])!r}")
 
 
 @dataclasses.dataclass
@@ -82,6 +105,8 @@ class SearchStats:
     sims: int = 0
     refused: int = 0
     fallbacks: int = 0
+    model_ms: float = 0.0  # the policy opponent model's time, outside the search's budget
+    modelled: int = 0  # searched decisions the policy opponent model read (a world or more)
 
     def as_dict(self) -> dict[str, Any]:
         searched = max(1, self.searched)
@@ -93,6 +118,8 @@ class SearchStats:
             "mean_search_ms": round(self.search_ms / searched, 1),
             "mean_build_ms": round(self.build_ms / searched, 1),
             "mean_sims": round(self.sims / searched, 1),
+            "mean_model_ms": round(self.model_ms / searched, 1),
+            "modelled": self.modelled,
             "refused": self.refused,
             "fallbacks": self.fallbacks,
         }
@@ -179,10 +206,18 @@ class Searcher:
     """Searches decisions on its own search hosts (started on first use, stopped by
     :meth:`close`); ``stats`` counts what it did."""
 
-    def __init__(self, config: SearchConfig, host_factory: Callable[[], SearchHost] = SearchHost):
+    def __init__(
+        self,
+        config: SearchConfig,
+        host_factory: Callable[[], SearchHost] = SearchHost,
+        opponent_model: OpponentModel | None = None,
+    ):
+        if config.opponent == "policy" and opponent_model is None:
+            raise ValueError("search.opponent=policy needs the agent's network as the model")
         self.config = config
         self.stats = SearchStats()
         self._factory = host_factory
+        self._model = opponent_model if config.opponent == "policy" else None
         self._hosts: list[SearchHost] = []
         self._broken: str | None = None
 
@@ -201,14 +236,15 @@ class Searcher:
     def _request(self, decision: Decision, actions: list[int]) -> dict[str, Any]:
         view = decision.view
         key = f"{view.get('battle_tag', '')}:{view.get('turn', 0)}".encode()
+        policy_model = self._model is not None
         return {
-            "view": {k: v for k, v in view.items() if k != "choices"},
+            "view": {k: v for k, v in view.items() if k not in _NOT_FOR_HOST},
             "own": [decision.choices[a] for a in actions],
             "worlds": self.config.worlds,
             "sims": self.config.sims,
             "time_ms": self.config.time_ms,
             "seed": zlib.crc32(key, self.config.seed),
-            "uniform": self.config.uniform,
+            "uniform": self.config.prior_share if policy_model else self.config.uniform,
             "rollout": self.config.rollout_turns,
             "replies": self.config.replies,
             # for narrowing (search_host.js): the candidates' scores as `combine` reads them
@@ -245,7 +281,10 @@ class Searcher:
         for host, i in zip(hosts, batch, strict=False):
             d = decisions[i]
             actions = candidates(d.probs, list(d.choices), d.action, self.config)
-            host.submit("search", **self._request(d, actions))
+            request = self._request(d, actions)
+            if self._model is not None:
+                request["foe_prior"] = self._foe_priors(host, d.view, request)
+            host.submit("search", **request)
             sent.append((host, i, actions))
         for host, i, actions in sent:
             try:
@@ -267,6 +306,24 @@ class Searcher:
             if best is not None and best != chosen[i]:
                 chosen[i] = best
                 self.stats.overridden += 1
+
+    def _foe_priors(
+        self, host: SearchHost, view: Mapping[str, Any], request: dict[str, Any]
+    ) -> list[dict[str, float] | None] | None:
+        """The opponent model's probabilities of the opponent's choices in each world the
+        search will build (the same view and seed build the same worlds); None when the
+        worlds cannot be built (the search then refuses the decision)."""
+        start = time.perf_counter()
+        try:
+            requests = host.request(
+                "foe_requests", view=request["view"], seed=request["seed"], worlds=request["worlds"]
+            )["requests"]
+        except SearchRefused:
+            return None
+        priors = self._model.priors(view, requests)
+        self.stats.model_ms += 1000 * (time.perf_counter() - start)
+        self.stats.modelled += any(p is not None for p in priors)
+        return priors
 
     def _fail(self, exc: BaseException) -> None:
         self._broken = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -198,7 +198,8 @@ def battle_view(battle: AbstractBattle) -> dict[str, Any]:
 
 def decision_view(battle: AbstractBattle, legal: dict[int, BattleOrder]) -> dict[str, Any]:
     """:func:`battle_view` plus what a searcher needs of the decision: ``choices`` (legal
-    action -> simulator choice string), ``force_switch`` and ``battle_tag``."""
+    action -> simulator choice string), ``force_switch``, ``battle_tag``, and the seat's
+    ``log`` (poke-env's split messages), ``role`` and ``gen``."""
     view = battle_view(battle)
     view["choices"] = {
         int(a): by_slot(order, battle).message.removeprefix("/choose ")
@@ -206,4 +207,6 @@ def decision_view(battle: AbstractBattle, legal: dict[int, BattleOrder]) -> dict
     }
     view["force_switch"] = bool(any((battle.last_request or {}).get("forceSwitch") or ()))
     view["battle_tag"] = battle.battle_tag
+    # for the policy opponent model (mapleenv.search.opponent_model): the log to replay
+    view.update(log=battle._replay_data, role=battle.player_role, gen=battle.gen)
     return view

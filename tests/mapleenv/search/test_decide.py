@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mapleenv.search import SearchConfig
+from mapleenv.search import SearchConfig, Searcher
 from mapleenv.search.decide import candidates, combine, needs_search
 
 
@@ -61,9 +61,17 @@ def test_confident_priors_mid_turn_switches_and_single_actions_are_not_searched(
         ({"rollout_turns": -1}, "search.rollout_turns"),
         ({"replies": 27}, "search.replies"),
         ({"narrow_after": -1}, "search.narrow_after"),
+        ({"opponent": "oracle"}, "search.opponent is not one of greedy, policy"),
+        ({"prior_share": -0.1}, "search.prior_share"),
     ],
 )
 def test_bad_settings_are_one_line(settings: dict, field: str) -> None:
     with pytest.raises(ValueError, match=field) as info:
         SearchConfig(**settings)
     assert "\n" not in str(info.value)
+
+
+def test_the_policy_opponent_model_needs_a_network() -> None:
+    with pytest.raises(ValueError, match="search.opponent=policy needs the agent's network"):
+        Searcher(SearchConfig(opponent="policy"))
+    Searcher(SearchConfig(opponent="greedy")).close()  # the greedy reading needs none

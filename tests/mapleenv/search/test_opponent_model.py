@@ -1,0 +1,89 @@
+"""Search's policy opponent model on real battles: the shipped agent's network in the
+opponent's seat of each world gives probabilities over that world's legal choices, the
+replies follow them, and a searcher that uses them keeps to legal, repeatable choices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from poke_env.data import to_id_str
+
+from mapleenv.policies import (
+    load_checkpoint,
+    policy_from_snapshot,
+    snapshot_encoder,
+    snapshot_mask_futile,
+)
+from mapleenv.search import PolicyOpponentModel, SearchConfig, Searcher, SearchHost
+from mapleenv.search.mirror import foe_battle
+from tests.mapleenv.search.test_search import mid_battle_decisions
+
+pytestmark = pytest.mark.integration
+
+SHIPPED = Path(__file__).resolve().parents[3] / "models" / "attention_ppo_gen9random.pt"
+
+
+@pytest.fixture(scope="module")
+def model() -> PolicyOpponentModel:
+    snapshot = load_checkpoint(SHIPPED)
+    policy = policy_from_snapshot(snapshot).eval()
+    return PolicyOpponentModel(policy, snapshot_encoder(snapshot), snapshot_mask_futile(snapshot))
+
+
+def _host_view(view: dict) -> dict:
+    return {k: v for k, v in view.items() if k not in ("choices", "log")}
+
+
+def test_priors_are_over_each_worlds_legal_choices_for_the_opponents_seat(model) -> None:
+    decisions = list(mid_battle_decisions(seed=12, count=4))
+    with SearchHost() as host:
+        host.request("warm", format="gen9randombattle")
+        for decision in decisions:
+            view = decision.view
+            requests = host.request("foe_requests", view=_host_view(view), seed=5, worlds=2)
+            requests = requests["requests"]
+            priors = model.priors(view, requests)
+            assert len(priors) == 2 and all(p is not None for p in priors), priors
+            world = host.request("world", view=_host_view(view), seed=5)  # the first world
+            assert set(priors[0]) <= set(world["foe"]), (priors[0], world["foe"])
+            for request, prior in zip(requests, priors, strict=True):
+                assert sum(prior.values()) == pytest.approx(1.0, abs=1e-4)
+                mirror = foe_battle(view["log"], "p2", request, gen=9)
+                foe_active = next(m for m in view["foe"]["pokemon"] if m["active"])
+                assert mirror.active_pokemon.species == to_id_str(foe_active["species"])
+
+
+def test_the_replies_are_the_models_likeliest_then_the_greedy_readings(model) -> None:
+    (decision,) = mid_battle_decisions(seed=13, count=1)
+    with SearchHost() as host:
+        view = _host_view(decision.view)
+        greedy = host.request("world", view=view, seed=2, replies=3)
+        assert len(greedy["foe"]) > 3
+        # a model sure of a reply the greedy reading does not search
+        last = next(
+            c
+            for c, n in zip(greedy["foe"], greedy["foe_names"], strict=True)
+            if n not in greedy["replies"]
+        )
+        sure = host.request("world", view=view, seed=2, replies=3, foe_prior=[{last: 1.0}])
+    named = dict(zip(sure["foe"], sure["foe_names"], strict=True))
+    assert sure["by_prior"][0] == named[last]
+    assert sure["by_prior"][1:] == greedy["replies"][:2]  # then the greedy reading's
+
+
+def test_a_searcher_with_the_policy_model_keeps_to_legal_repeatable_choices(model) -> None:
+    decisions = list(mid_battle_decisions(seed=14, count=3))
+    config = SearchConfig(time_ms=None, sims=40, worlds=2, confident=1.0, opponent="policy")
+    first = Searcher(config, opponent_model=model)
+    second = Searcher(config, opponent_model=model)
+    try:
+        picks, again = first.choose(decisions), second.choose(decisions)
+    finally:
+        first.close()
+        second.close()
+    for decision, pick in zip(decisions, picks, strict=True):
+        assert str(pick) in decision.view["choices"]
+    assert picks == again
+    assert first.stats.searched == 3 and first.stats.sims == 3 * 40
+    assert first.stats.modelled == 3 and first.stats.fallbacks == 0
