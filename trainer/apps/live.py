@@ -175,7 +175,7 @@ def build_player(
         [policy],
         sample=cfg.sample,
         mask_futile=mask_futile,
-        searcher=_searcher(cfg),
+        searcher=_searcher(cfg, policy),
         seed=cfg.seed,
         name=cfg.username or DEFAULT_USERNAME,
         on_result=on_result,
@@ -190,13 +190,16 @@ def build_player(
     )
 
 
-def _searcher(cfg: PlayConfig) -> Any:
-    """A ``mapleenv.search.Searcher`` when ``search.enabled`` (docs/search.md), else None."""
+def _searcher(cfg: PlayConfig, policy: Any) -> Any:
+    """A ``mapleenv.search.Searcher`` when ``search.enabled`` (docs/search.md), else None;
+    with ``search.opponent=policy`` the agent's network (a ``FrozenPolicy``) models the
+    opponent."""
     if not cfg.search.enabled:
         return None
-    from mapleenv.search import Searcher
+    from mapleenv.search import Searcher, make_opponent_model
 
-    return Searcher(cfg.search)
+    model = make_opponent_model(cfg.search, policy.network, policy.encoder, policy.mask_futile)
+    return Searcher(cfg.search, opponent_model=model)
 
 
 def wait_logged_in(

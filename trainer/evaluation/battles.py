@@ -192,7 +192,7 @@ def evaluate_policy(
     policy.eval()
     spec, pool = _shared_server(spec, log_dir)
     results = []
-    searcher = _searcher(search)
+    searcher = _searcher(search, policy, str(spec.encoder), spec.mask_futile)
     try:
         for k, name in enumerate(opponents):
             quality = QualityLog()
@@ -252,13 +252,15 @@ def _opponent_envs(
     )
 
 
-def _searcher(search: Any) -> Any:
-    """A ``Searcher`` for ``search`` (a ``SearchConfig``), or None without one."""
+def _searcher(search: Any, policy: torch.nn.Module, encoder: str, mask_futile: bool) -> Any:
+    """A ``Searcher`` for ``search`` (a ``SearchConfig``), or None without one; with
+    ``search.opponent=policy`` the policy itself models the opponent."""
     if search is None:
         return None
-    from mapleenv.search import Searcher
+    from mapleenv.search import Searcher, make_opponent_model
 
-    return Searcher(search)
+    model = make_opponent_model(search, policy, encoder, mask_futile)
+    return Searcher(search, opponent_model=model)
 
 
 def _check_game(policy: torch.nn.Module, encoder: str, battle_format: str) -> None:

@@ -25,6 +25,7 @@ def test_a_searching_agent_plays_a_challenger_to_the_end(
         "search.time_ms=null",
         "search.sims=20",
         "search.worlds=1",
+        "search.opponent=policy",  # the agent's network models its challenger
     )
     port, _ = _ready(agent)
     challenger = _random_player(port, f"chs{os.getpid()}"[:18])

@@ -27,7 +27,8 @@ def test_searched_evaluation_records_what_search_did() -> None:
         num_envs=2,
         backend="direct",
         max_turns=8,
-        search=SearchConfig(time_ms=None, sims=20, worlds=1, confident=1.0),
+        # the agent's network models the opponent too (the greedy reading: test_search.py)
+        search=SearchConfig(time_ms=None, sims=20, worlds=1, confident=1.0, opponent="policy"),
     )
     assert result.battles == 2
     # per env, its counted battles' results in order: one battle each
@@ -38,7 +39,7 @@ def test_searched_evaluation_records_what_search_did() -> None:
     # every decision with two or more choices was searched (confident=1.0 skips none)
     assert 0 < stats["searched"] <= stats["decisions"]
     assert stats["mean_sims"] == 20
-    assert stats["fallbacks"] == 0
+    assert stats["fallbacks"] == 0 and stats["mean_model_ms"] > 0
     assert 0 <= stats["overridden"] <= stats["searched"]
 
 
