@@ -10,8 +10,10 @@ choices in the world (the ceiling: a move the world does not know cannot be sear
 Prints one JSON line: decisions, and per kind of actual choice (``attack``, ``status``: a
 status move, ``switch``) how often it was among the replies search plays (``replies``: the
 best attack and the first status move kept, the rest by the greedy reading), among those the
-greedy reading alone would pick (``by_damage``), and among all legal choices of the world
-(``legal``). Search can answer only the replies it plays.
+greedy reading alone would pick (``by_damage``), among the likeliest by the policy
+opponent model (``by_prior``, ``search.opponent=policy``: the agent's network in the
+opponent's seat of the world), and among all legal choices of the world (``legal``).
+Search can answer only the replies it plays.
 """
 
 from __future__ import annotations
@@ -25,14 +27,20 @@ from typing import Any
 from _agent import add_agent_arguments, agent_decisions
 from poke_env.data import to_id_str
 
+from mapleenv.actions import legal_actions
 from mapleenv.opponent_action import CANNOT_ACT, DAMAGING, move_class, opponent_choice
-from mapleenv.search.host import SearchHost
-from mapleenv.search.view import battle_view
+from mapleenv.policies import (
+    load_checkpoint,
+    policy_from_snapshot,
+    snapshot_encoder,
+    snapshot_mask_futile,
+)
+from mapleenv.search import PolicyOpponentModel, SearchHost, decision_view
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
 
-RULES = ("replies", "by_damage")
+RULES = ("replies", "by_damage", "by_prior")
 
 
 def actual_choice(log: list, start: int, foe_role: str) -> str | None:
@@ -56,10 +64,18 @@ def kind_of(choice: str) -> str:
     return "attack" if move_class(choice[5:], 9) == DAMAGING else "status"
 
 
+def _model(checkpoint: str) -> PolicyOpponentModel:
+    """The agent's network as search's policy opponent model (``search.opponent=policy``)."""
+    snapshot = load_checkpoint(checkpoint)
+    policy = policy_from_snapshot(snapshot).eval()
+    return PolicyOpponentModel(policy, snapshot_encoder(snapshot), snapshot_mask_futile(snapshot))
+
+
 def play(args: argparse.Namespace) -> Counter:
     """Counts of (kind, where the actual choice was found) over the agent's decisions."""
     counts: Counter = Counter()
     pending = None  # the last decision's battle, where its turn's log starts, its world
+    model = _model(args.checkpoint)
     with SearchHost() as host:
         host.request("warm", format="gen9randombattle")
         for d in agent_decisions(args.checkpoint, args.opponent, args.battles, args.seed, {}):
@@ -67,8 +83,16 @@ def play(args: argparse.Namespace) -> Counter:
                 tally(counts, *pending)
             battle, pending = d.env.battle, None
             if battle.turn >= 1 and not (battle.last_request or {}).get("forceSwitch"):
-                view = battle_view(battle)
-                world = host.request("world", view=view, seed=d.episode, replies=args.replies)
+                view = decision_view(battle, legal_actions(battle))
+                host_view = {k: v for k, v in view.items() if k not in ("choices", "log")}
+                asked = host.request("foe_requests", view=host_view, seed=d.episode, worlds=1)
+                world = host.request(
+                    "world",
+                    view=host_view,
+                    seed=d.episode,
+                    replies=args.replies,
+                    foe_prior=model.priors(view, asked["requests"]),
+                )
                 pending = (battle, len(battle._replay_data), world)
         if pending is not None:
             tally(counts, *pending)
@@ -86,7 +110,7 @@ def tally(counts: Counter, battle: Any, cursor: int, world: dict) -> None:
     counts[(kind, "decisions")] += 1
     counts[(kind, "legal")] += actual in world["foe_names"]
     for rule in RULES:
-        counts[(kind, rule)] += actual in world[rule]
+        counts[(kind, rule)] += actual in world.get(rule, ())
 
 
 def main() -> None:
