@@ -244,7 +244,9 @@ function handle(req) {
   if (req.cmd === 'search') return search(req);
   if (req.cmd === 'foe_requests') { // the opponent's request in each world, for its model
     const K = Math.max(1, req.worlds || 1);
-    return {requests: Array.from({length: K}, (x, k) => worldBattle(req, k).sides[1].activeRequest)};
+    const requests = [];
+    for (let k = 0; k < K; k++) requests.push(worldBattle(req, k).sides[1].activeRequest);
+    return {requests};
   }
   if (req.cmd === 'world') {
     const battle = worldBattle(Object.assign({seed: 0}, req), 0);
