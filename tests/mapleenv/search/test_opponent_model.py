@@ -87,3 +87,23 @@ def test_a_searcher_with_the_policy_model_keeps_to_legal_repeatable_choices(mode
     assert picks == again
     assert first.stats.searched == 3 and first.stats.sims == 3 * 40
     assert first.stats.modelled == 3 and first.stats.fallbacks == 0
+
+
+def test_the_model_weighs_the_scores_by_its_prior() -> None:
+    """With all of the opponent model on the prior (``uniform``, the share, 1) and the prior
+    sure of one reply, each choice's score is its score against that reply alone: the same
+    as a search that plays only that reply (one pass each, the same seeds)."""
+    (decision,) = mid_battle_decisions(seed=15, count=1)
+    view = _host_view(decision.view)
+    own = list(decision.view["choices"].values())[:3]
+    request = {"view": view, "own": own, "worlds": 2, "time_ms": None, "seed": 8, "rollout": 1}
+    with SearchHost() as host:
+        sure = host.request("world", view=view, seed=8, replies=3)["foe"][-1]
+        prior = [{sure: 1.0}, {sure: 1.0}]
+        wide = host.request(
+            "search", **request, replies=3, sims=2 * 3 * 3, uniform=1.0, foe_prior=prior
+        )
+        alone = host.request("search", **request, replies=1, sims=2 * 3, foe_prior=prior)
+        spread = host.request("search", **request, replies=3, sims=2 * 3 * 3, uniform=1.0)
+    assert wide["q"] == pytest.approx(alone["q"])
+    assert wide["q"] != pytest.approx(spread["q"])  # an even spread over three replies differs
