@@ -34,6 +34,11 @@ OPPONENT_MODELS = ("greedy", "policy")  # search.opponent (docs/search.md)
 _NOT_FOR_HOST = ("choices", "log")
 
 
+def host_view(view: Mapping[str, Any]) -> dict[str, Any]:
+    """A decision's view as the search host reads it: without the choices and the log."""
+    return {k: v for k, v in view.items() if k not in _NOT_FOR_HOST}
+
+
 class OpponentModel(Protocol):
     """Probabilities of the opponent's choices (host choice strings) in each world, from
     the worlds' opponent requests (:class:`mapleenv.search.opponent_model.PolicyOpponentModel`)."""
@@ -238,7 +243,7 @@ class Searcher:
         key = f"{view.get('battle_tag', '')}:{view.get('turn', 0)}".encode()
         policy_model = self._model is not None
         return {
-            "view": {k: v for k, v in view.items() if k not in _NOT_FOR_HOST},
+            "view": host_view(view),
             "own": [decision.choices[a] for a in actions],
             "worlds": self.config.worlds,
             "sims": self.config.sims,

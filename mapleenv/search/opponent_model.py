@@ -131,6 +131,6 @@ def make_opponent_model(
 ) -> PolicyOpponentModel | None:
     """The opponent model ``config`` (a ``SearchConfig``) asks for: the policy's own with
     ``opponent=policy``, else None (the search host's greedy reading)."""
-    if getattr(config, "opponent", "greedy") != "policy":
+    if config.opponent != "policy":
         return None
     return PolicyOpponentModel(policy, encoder, mask_futile)

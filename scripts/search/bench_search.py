@@ -17,7 +17,7 @@ from pathlib import Path
 from mapleenv.actions import legal_actions
 from mapleenv.env import PokemonEnv
 from mapleenv.measure import machine_info
-from mapleenv.search import SearchConfig, SearchHost, decision_view
+from mapleenv.search import SearchConfig, SearchHost, decision_view, host_view
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
@@ -76,7 +76,7 @@ def main() -> None:
             rows = []
             for i, view in enumerate(views):
                 own = list(view["choices"].values())[: args.max_actions]
-                world = {k: v for k, v in view.items() if k != "choices"}
+                world = host_view(view)
                 rows.append(
                     host.request(
                         "search",

@@ -35,7 +35,7 @@ from mapleenv.policies import (
     snapshot_encoder,
     snapshot_mask_futile,
 )
-from mapleenv.search import PolicyOpponentModel, SearchHost, decision_view
+from mapleenv.search import PolicyOpponentModel, SearchHost, decision_view, host_view
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
@@ -84,11 +84,10 @@ def play(args: argparse.Namespace) -> Counter:
             battle, pending = d.env.battle, None
             if battle.turn >= 1 and not (battle.last_request or {}).get("forceSwitch"):
                 view = decision_view(battle, legal_actions(battle))
-                host_view = {k: v for k, v in view.items() if k not in ("choices", "log")}
-                asked = host.request("foe_requests", view=host_view, seed=d.episode, worlds=1)
+                asked = host.request("foe_requests", view=host_view(view), seed=d.episode, worlds=1)
                 world = host.request(
                     "world",
-                    view=host_view,
+                    view=host_view(view),
                     seed=d.episode,
                     replies=args.replies,
                     foe_prior=model.priors(view, asked["requests"]),

@@ -15,7 +15,7 @@ from mapleenv.policies import (
     snapshot_encoder,
     snapshot_mask_futile,
 )
-from mapleenv.search import PolicyOpponentModel, SearchConfig, Searcher, SearchHost
+from mapleenv.search import PolicyOpponentModel, SearchConfig, Searcher, SearchHost, host_view
 from mapleenv.search.mirror import foe_battle
 from tests.mapleenv.search.test_search import mid_battle_decisions
 
@@ -31,21 +31,17 @@ def model() -> PolicyOpponentModel:
     return PolicyOpponentModel(policy, snapshot_encoder(snapshot), snapshot_mask_futile(snapshot))
 
 
-def _host_view(view: dict) -> dict:
-    return {k: v for k, v in view.items() if k not in ("choices", "log")}
-
-
 def test_priors_are_over_each_worlds_legal_choices_for_the_opponents_seat(model) -> None:
     decisions = list(mid_battle_decisions(seed=12, count=4))
     with SearchHost() as host:
         host.request("warm", format="gen9randombattle")
         for decision in decisions:
             view = decision.view
-            requests = host.request("foe_requests", view=_host_view(view), seed=5, worlds=2)
+            requests = host.request("foe_requests", view=host_view(view), seed=5, worlds=2)
             requests = requests["requests"]
             priors = model.priors(view, requests)
             assert len(priors) == 2 and all(p is not None for p in priors), priors
-            world = host.request("world", view=_host_view(view), seed=5)  # the first world
+            world = host.request("world", view=host_view(view), seed=5)  # the first world
             assert set(priors[0]) <= set(world["foe"]), (priors[0], world["foe"])
             for request, prior in zip(requests, priors, strict=True):
                 assert sum(prior.values()) == pytest.approx(1.0, abs=1e-4)
@@ -57,7 +53,7 @@ def test_priors_are_over_each_worlds_legal_choices_for_the_opponents_seat(model)
 def test_the_replies_are_the_models_likeliest_then_the_greedy_readings(model) -> None:
     (decision,) = mid_battle_decisions(seed=13, count=1)
     with SearchHost() as host:
-        view = _host_view(decision.view)
+        view = host_view(decision.view)
         greedy = host.request("world", view=view, seed=2, replies=3)
         assert len(greedy["foe"]) > 3
         # a model sure of a reply the greedy reading does not search
@@ -94,7 +90,7 @@ def test_the_model_weighs_the_scores_by_its_prior() -> None:
     sure of one reply, each choice's score is its score against that reply alone: the same
     as a search that plays only that reply (one pass each, the same seeds)."""
     (decision,) = mid_battle_decisions(seed=15, count=1)
-    view = _host_view(decision.view)
+    view = host_view(decision.view)
     own = list(decision.view["choices"].values())[:3]
     request = {"view": view, "own": own, "worlds": 2, "time_ms": None, "seed": 8, "rollout": 1}
     with SearchHost() as host:

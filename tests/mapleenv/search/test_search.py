@@ -20,6 +20,7 @@ from mapleenv.search import (
     SearchHost,
     SearchStats,
     decision_view,
+    host_view,
 )
 
 pytestmark = pytest.mark.integration
@@ -115,7 +116,7 @@ def test_the_time_budget_is_kept() -> None:
     (decision,) = mid_battle_decisions(seed=5, count=1)
     with SearchHost() as host:
         host.request("warm", format="gen9randombattle")
-        view = {k: v for k, v in decision.view.items() if k != "choices"}
+        view = host_view(decision.view)
         own = list(decision.view["choices"].values())
         for budget in (50, 300):
             reply = host.request("search", view=view, own=own, worlds=3, time_ms=budget, seed=1)
@@ -128,7 +129,7 @@ def test_the_time_budget_is_kept() -> None:
 
 def test_narrowing_plays_the_pick_and_one_other_choice_on_in_new_worlds() -> None:
     decision = next(d for d in mid_battle_decisions(seed=11, count=8) if len(d.choices) >= 4)
-    view = {k: v for k, v in decision.view.items() if k != "choices"}
+    view = host_view(decision.view)
     own = list(decision.view["choices"].values())[:4]
     request = {"view": view, "own": own, "worlds": 2, "sims": 120, "time_ms": None, "seed": 4}
     request |= {"rollout": 0, "replies": 3, "prior": [np.log(0.25)] * 4, "temperature": 0.015}
