@@ -25,10 +25,10 @@ from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client.server_configuration import ServerConfiguration
 
-from mapleenv.actions import action_space_size, describe_legal, legal_actions, mask_from_legal
+from mapleenv.actions import action_space_size, describe_legal, mask_from_legal
 from mapleenv.backends import BattleAborted, BattleBackend, backend_factory
 from mapleenv.backends.websocket import ShowdownBackend
-from mapleenv.encoders import check_game_type, make_encoder, observation_box
+from mapleenv.encoders import check_game_type, make_encoder, observation_box, playable_actions
 from mapleenv.opponent_action import CLASSES as OPPONENT_ACTION_CLASSES
 from mapleenv.opponent_action import OpponentActionReader
 from mapleenv.opponents import make_opponent
@@ -209,7 +209,7 @@ class PokemonEnv(gymnasium.Env):
     # -- observation
     def _observe(self, battle: Battle, first: bool = False) -> dict[str, np.ndarray]:
         """The observation of ``battle``'s current decision (``first``: of the battle)."""
-        self._legal = self._legal_actions(battle)
+        self._legal = playable_actions(battle, self.env_spec.mask_futile)
         obs = self.encoder.encode(battle)
         np.clip(
             obs,
@@ -228,16 +228,6 @@ class PokemonEnv(gymnasium.Env):
             label = reader.reset(battle) if first else reader.read(battle)
             self._last_obs["opponent_action"] = np.array([label], dtype=np.int64)
         return self._last_obs
-
-    def _legal_actions(self, battle: Battle) -> dict[int, BattleOrder]:
-        """The legal actions of ``battle``'s decision; with ``mask_futile``, less the moves
-        that surely fail (:func:`mapleenv.encoders.rich.certain.without_futile`)."""
-        legal = legal_actions(battle)
-        if not self.env_spec.mask_futile:
-            return legal
-        from mapleenv.encoders.rich.certain import without_futile  # loads the move data
-
-        return without_futile(legal, battle)
 
     def _teacher_action(self, battle: Battle) -> int:
         """The teacher's choice for this decision as a legal action index (-1: none, or the

@@ -26,7 +26,7 @@ from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.data import GenData
 from poke_env.player.battle_order import BattleOrder, DefaultBattleOrder
 
-from mapleenv.actions import action_space_size, describe_legal, legal_actions, mask_from_legal
+from mapleenv.actions import action_space_size, describe_legal, mask_from_legal
 from mapleenv.backends.direct.host import SimHost, SimHostError
 from mapleenv.backends.direct.session import SIDES, DirectBattle
 from mapleenv.encoders import (
@@ -35,6 +35,7 @@ from mapleenv.encoders import (
     default_encoder,
     make_encoder,
     observation_box,
+    playable_actions,
 )
 from mapleenv.reward import RewardConfig, RewardTracker
 from mapleenv.showdown.formats import check_format, is_doubles_format
@@ -269,9 +270,10 @@ class ShowdownParallelEnv(ParallelEnv):
         pending = set(session.pending)
         n_actions = int(self.action_spaces["p1"].n)
         box = self.observation_spaces["p1"]["observation"]
+        mask_futile = self.mask_futile
         for side in SIDES:
             battle = session.battles[side]
-            self._legal[side] = self._legal_actions(battle) if side in pending else {}
+            self._legal[side] = playable_actions(battle, mask_futile) if side in pending else {}
             obs = self.encoder.encode(battle)
             np.clip(obs, box.low, box.high, out=obs)
             self._last_obs[side] = {
@@ -279,16 +281,6 @@ class ShowdownParallelEnv(ParallelEnv):
                 "action_mask": mask_from_legal(self._legal[side], n_actions),
             }
         return {side: dict(obs) for side, obs in self._last_obs.items()}
-
-    def _legal_actions(self, battle: AbstractBattle) -> dict[int, BattleOrder]:
-        """``battle``'s legal actions; with ``mask_futile``, less the moves that surely fail
-        (:func:`mapleenv.encoders.rich.certain.without_futile`, as the single-agent env)."""
-        legal = legal_actions(battle)
-        if not self.mask_futile:
-            return legal
-        from mapleenv.encoders.rich.certain import without_futile  # loads the move data
-
-        return without_futile(legal, battle)
 
     def _info(self, side: str) -> dict[str, Any]:
         session = self._session

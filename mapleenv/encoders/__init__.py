@@ -17,7 +17,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from gymnasium import spaces
 from poke_env.battle.abstract_battle import AbstractBattle
+from poke_env.player.battle_order import BattleOrder
 
+from mapleenv.actions import legal_actions
 from mapleenv.encoders.doubles import DoublesEncoder
 from mapleenv.encoders.simple import SimpleEncoder
 from mapleenv.showdown.formats import game_type
@@ -132,3 +134,17 @@ def make_encoder(encoder: str | BattleEncoder) -> BattleEncoder:
         f"unknown encoder {encoder!r}; valid: {', '.join(sorted(ENCODERS))} "
         "(or 'package.module:factory')"
     )
+
+
+def playable_actions(battle: AbstractBattle, mask_futile: bool = False) -> dict[int, BattleOrder]:
+    """The legal actions of ``battle``'s decision (:func:`mapleenv.actions.legal_actions`);
+    with ``mask_futile``, less the moves that surely fail
+    (:func:`mapleenv.encoders.rich.certain.without_futile`). One rule for every seat that
+    plays a policy: the env, both seats of the multi-agent env, policy opponents and the
+    search's opponent model."""
+    legal = legal_actions(battle)  # type: ignore[arg-type]
+    if not mask_futile or not legal:
+        return legal
+    from mapleenv.encoders.rich.certain import without_futile  # loads the move data
+
+    return without_futile(legal, battle)

@@ -49,8 +49,8 @@ from poke_env.player.battle_order import BattleOrder
 from poke_env.player.player import Player
 from poke_env.ps_client import AccountConfiguration
 
-from mapleenv.actions import legal_actions, mask_from_legal, teampreview_in_order
-from mapleenv.encoders import BattleEncoder, make_encoder
+from mapleenv.actions import mask_from_legal, teampreview_in_order
+from mapleenv.encoders import BattleEncoder, make_encoder, playable_actions
 from mapleenv.opponents import register_opponent, unique_username
 from mapleenv.showdown.formats import game_type, is_doubles_format
 
@@ -229,11 +229,8 @@ class PolicyOpponent(Player):
         tag = battle.battle_tag
         start = tag not in self._states
         policy, state = self._start_battle(tag) if start else self._states[tag]
-        legal = legal_actions(battle)  # type: ignore[arg-type]
-        if legal and (self.mask_futile or (policy is not None and policy.mask_futile)):
-            from mapleenv.encoders.rich.certain import without_futile  # loads the move data
-
-            legal = without_futile(legal, battle)
+        mask_futile = self.mask_futile or (policy is not None and policy.mask_futile)
+        legal = playable_actions(battle, mask_futile)
         if policy is None or not legal:
             if policy is None and not self._warned_empty:
                 logger.warning("%s: no policy in the pool yet; playing random moves", self.name)

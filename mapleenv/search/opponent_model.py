@@ -23,8 +23,8 @@ from poke_env.battle.pokemon import Pokemon
 from poke_env.data import to_id_str
 from poke_env.player.battle_order import BattleOrder
 
-from mapleenv.actions import action_space_size, by_slot, legal_actions, mask_from_legal
-from mapleenv.encoders import BattleEncoder, make_encoder
+from mapleenv.actions import action_space_size, by_slot, mask_from_legal
+from mapleenv.encoders import BattleEncoder, make_encoder, playable_actions
 from mapleenv.search.mirror import foe_battle
 
 if TYPE_CHECKING:
@@ -61,14 +61,6 @@ class PolicyOpponentModel:
         self.encoder = make_encoder(encoder)
         self.mask_futile = mask_futile
 
-    def _legal(self, battle: Battle) -> dict[int, BattleOrder]:
-        legal = legal_actions(battle)
-        if self.mask_futile:
-            from mapleenv.encoders.rich.certain import without_futile  # loads the move data
-
-            legal = without_futile(legal, battle)
-        return legal
-
     def priors(
         self, view: Mapping[str, Any], requests: Sequence[Mapping[str, Any] | None]
     ) -> list[dict[str, float] | None]:
@@ -86,7 +78,7 @@ class PolicyOpponentModel:
                 continue
             try:
                 battle = foe_battle(log, role, dict(request), int(view.get("gen", 9)))
-                legal = self._legal(battle)
+                legal = playable_actions(battle, self.mask_futile)
             except Exception as exc:  # noqa: BLE001 (poke-env's reading of an odd log)
                 logger.debug("no opponent model for world %d: %s", k, exc)
                 continue

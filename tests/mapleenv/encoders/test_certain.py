@@ -8,6 +8,7 @@ from builders import make_battle, own_mon
 from poke_env.battle import Move
 
 from mapleenv.actions import legal_actions, mask_from_legal
+from mapleenv.encoders import playable_actions
 from mapleenv.encoders.rich.certain import surely_fails, types_settled, without_futile
 from mapleenv.encoders.rich.futility import move_futility
 
@@ -125,6 +126,18 @@ def test_without_futile_drops_the_move_and_its_tera_order() -> None:
     kept = without_futile(legal, battle)
     assert set(legal) - set(kept) == {6, 22}
     assert all(kept[a] is legal[a] for a in kept)
+
+
+def test_playable_actions_is_the_one_rule_for_every_seat() -> None:
+    """Off: the legal actions as they are; on: less the moves that surely fail."""
+    battle = make_battle(
+        [own_mon("Clefable", moves=("rest", "moonblast"), active=True), own_mon("Blissey")],
+        [("Garchomp", 77, 100)],
+    )
+    legal = legal_actions(battle)
+    assert playable_actions(battle).keys() == legal.keys()
+    assert playable_actions(battle, mask_futile=False).keys() == legal.keys()
+    assert set(legal) - set(playable_actions(battle, mask_futile=True)) == {6, 22}
 
 
 def test_all_masked_keeps_the_plain_mask() -> None:
