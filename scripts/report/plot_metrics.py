@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 from trainer.run.curves import (  # noqa: E402
     column,
     cumulative_seconds,
+    extended_interp,
     read_metrics,
     smooth,
     training_minutes,
@@ -93,22 +94,8 @@ def _minutes_axis(ax: plt.Axes, steps: np.ndarray, minutes: np.ndarray) -> None:
     if keep.sum() < 2:
         return
     s, m = steps[keep], minutes[keep]
-    axis = ax.secondary_xaxis("top", functions=(_extended(s, m), _extended(m, s)))
+    axis = ax.secondary_xaxis("top", functions=(extended_interp(s, m), extended_interp(m, s)))
     axis.set_xlabel("training minutes")
-
-
-def _extended(xp: np.ndarray, fp: np.ndarray):
-    """``np.interp`` over ``(xp, fp)``, continued past both ends at the run's mean rate
-    (clamped ends put every tick beyond the last step on the same spot)."""
-    rate = (fp[-1] - fp[0]) / (xp[-1] - xp[0]) if xp[-1] > xp[0] else 0.0
-
-    def f(x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
-        y = np.interp(x, xp, fp)
-        y = np.where(x > xp[-1], fp[-1] + (x - xp[-1]) * rate, y)
-        return np.where(x < xp[0], fp[0] + (x - xp[0]) * rate, y)
-
-    return f
 
 
 if __name__ == "__main__":

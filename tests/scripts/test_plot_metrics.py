@@ -80,11 +80,10 @@ def test_training_minutes_add_up_resumed_segments() -> None:
 
 
 def test_minutes_axis_continues_past_the_last_step() -> None:
-    import runpy
-
     import numpy as np
 
-    extended = runpy.run_path(str(ROOT / "scripts" / "report" / "plot_metrics.py"))["_extended"]
+    from trainer.run.curves import extended_interp as extended
+
     steps, minutes = np.array([0.0, 100.0, 300.0]), np.array([0.0, 10.0, 30.0])
     to_steps = extended(minutes, steps)
     # inside: the run's own curve; past either end: the mean rate, so ticks beyond the last

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -55,3 +56,17 @@ def training_minutes(wall_s: np.ndarray) -> float:
     total = cumulative_seconds(wall_s)
     total = total[~np.isnan(total)]
     return float(total[-1]) / 60 if len(total) else float("nan")
+
+
+def extended_interp(xp: np.ndarray, fp: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``np.interp`` over ``(xp, fp)``, continued past both ends at the run's mean rate
+    (clamped ends put every tick of a plot's secondary axis beyond the last step on one spot)."""
+    rate = (fp[-1] - fp[0]) / (xp[-1] - xp[0]) if xp[-1] > xp[0] else 0.0
+
+    def f(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        y = np.interp(x, xp, fp)
+        y = np.where(x > xp[-1], fp[-1] + (x - xp[-1]) * rate, y)
+        return np.where(x < xp[0], fp[0] + (x - xp[0]) * rate, y)
+
+    return f
