@@ -110,7 +110,7 @@ class SearchStats:
     sims: int = 0
     refused: int = 0
     fallbacks: int = 0
-    model_ms: float = 0.0  # the policy opponent model's time, outside the search's budget
+    model_ms: float = 0.0  # the policy opponent model's time (part of time_ms)
     modelled: int = 0  # searched decisions the policy opponent model read (a world or more)
 
     def as_dict(self) -> dict[str, Any]:
@@ -288,7 +288,7 @@ class Searcher:
             actions = candidates(d.probs, list(d.choices), d.action, self.config)
             request = self._request(d, actions)
             if self._model is not None:
-                request["foe_prior"] = self._foe_priors(host, d.view, request)
+                self._add_foe_priors(host, d.view, request)
             host.submit("search", **request)
             sent.append((host, i, actions))
         for host, i, actions in sent:
@@ -312,23 +312,28 @@ class Searcher:
                 chosen[i] = best
                 self.stats.overridden += 1
 
-    def _foe_priors(
+    def _add_foe_priors(
         self, host: SearchHost, view: Mapping[str, Any], request: dict[str, Any]
-    ) -> list[dict[str, float] | None] | None:
-        """The opponent model's probabilities of the opponent's choices in each world the
-        search will build (the same view and seed build the same worlds); None when the
-        worlds cannot be built (the search then refuses the decision)."""
+    ) -> None:
+        """Adds the opponent model's probabilities of the opponent's choices in each world
+        the search will build (the same view and seed build the same worlds; None when the
+        worlds cannot be built: the search then refuses the decision), and takes the time it
+        took out of the decision's ``time_ms``: the budget is the decision's, model included."""
         start = time.perf_counter()
         try:
             requests = host.request(
                 "foe_requests", view=request["view"], seed=request["seed"], worlds=request["worlds"]
             )["requests"]
         except SearchRefused:
-            return None
+            request["foe_prior"] = None
+            return
         priors = self._model.priors(view, requests)
-        self.stats.model_ms += 1000 * (time.perf_counter() - start)
+        spent = 1000 * (time.perf_counter() - start)
+        self.stats.model_ms += spent
         self.stats.modelled += any(p is not None for p in priors)
-        return priors
+        request["foe_prior"] = priors
+        if request["time_ms"] is not None:
+            request["time_ms"] = max(1.0, request["time_ms"] - spent)
 
     def _fail(self, exc: BaseException) -> None:
         self._broken = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

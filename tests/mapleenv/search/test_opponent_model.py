@@ -85,6 +85,32 @@ def test_a_searcher_with_the_policy_model_keeps_to_legal_repeatable_choices(mode
     assert first.stats.modelled == 3 and first.stats.fallbacks == 0
 
 
+class _SpyHost(SearchHost):
+    """A real search host that keeps what each search was asked."""
+
+    sent: list[dict] = []
+
+    def submit(self, cmd: str, **kwargs) -> None:
+        if cmd == "search":
+            self.sent.append(kwargs)
+        super().submit(cmd, **kwargs)
+
+
+def test_the_models_time_counts_in_the_decisions_time_budget(model) -> None:
+    (decision,) = mid_battle_decisions(seed=15, count=1)
+    config = SearchConfig(time_ms=400, sims=None, worlds=2, confident=1.0, opponent="policy")
+    _SpyHost.sent = []
+    searcher = Searcher(config, host_factory=_SpyHost, opponent_model=model)
+    try:
+        searcher.choose([decision])
+    finally:
+        searcher.close()
+    (sent,) = _SpyHost.sent
+    assert searcher.stats.modelled == 1 and searcher.stats.model_ms > 0
+    # what the host was given is what the model left of the decision's 400 ms
+    assert sent["time_ms"] == pytest.approx(400 - searcher.stats.model_ms, abs=1e-6)
+
+
 def test_the_model_weighs_the_scores_by_its_prior() -> None:
     """With all of the opponent model on the prior (``uniform``, the share, 1) and the prior
     sure of one reply, each choice's score is its score against that reply alone: the same
