@@ -27,7 +27,8 @@
  *         opponent's request}   (fidelity, opponent model)
  *   {"id": 5, "cmd": "foe_requests", "view": {...}, "seed": S, "worlds": K}
  *     -> {"id": 5, "requests": [the opponent's request in each of the K worlds a search
- *         with this view and seed builds]}   (search.opponent=policy: its model reads them)
+ *         with this view and seed builds]}   (search.opponent=policy: its model reads them;
+ *         the next search with this view and seed plays these worlds, not rebuilt ones)
  *   {"id": 3, "cmd": "warm", "format": F} -> {"id": 3, "ms": t}: loads the format's data and
  *     set generator and plays a few turns, so the first decision's budget is not spent on it
  *   {"id": 4, "cmd": "ping"} -> {"id": 4, "ok": true}
@@ -72,6 +73,22 @@ function worldBattle(req, k) {
   return buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed, k, 2), truth: req.truth});
 }
 
+/** The worlds the last `foe_requests` built, kept for the search that follows it with the
+ * same view and seed (the opponent model reads their requests in between), so that each is
+ * built once, not twice; taken (and dropped) by the next search. */
+let lastBuilt = null;
+
+function worldKey(req) {
+  return JSON.stringify([req.seed, req.truth || null, req.view]);
+}
+
+/** The worlds `foe_requests` built for this request's view and seed, or none. */
+function takeBuilt(req) {
+  const built = lastBuilt;
+  lastBuilt = null;
+  return built && built.key === worldKey(req) ? built.battles : [];
+}
+
 /** A reply the policy opponent model gives less than this is ranked by the greedy reading:
  * a confident network's small probabilities do not order the rest. */
 const PRIOR_FLOOR = 0.02;
@@ -94,8 +111,8 @@ function replies(battle, legal, limit, memo, prior) {
   return {foe, weights: foe.map(c => (total > 0 ? p(c) / total : 1 / foe.length))};
 }
 
-function makeWorld(req, k) {
-  const battle = worldBattle(req, k);
+function makeWorld(req, k, built) {
+  const battle = built || worldBattle(req, k);
   const memo = new Map(); // greedy damage readings, shared by the world's rollouts
   const prior = req.foe_prior && req.foe_prior[k];
   const {foe, weights} = replies(battle, legalChoices(battle.sides[1]), req.replies, memo, prior);
@@ -119,7 +136,8 @@ function search(req) {
   const rolloutTurns = Math.max(0, Math.min(500, req.rollout || 0));
   if (!req.own.length) return {q: [], ours: [], sims: 0, worlds: 0, ms: elapsed()};
   const worlds = [];
-  for (let k = 0; k < K && elapsed() < maxMs; k++) worlds.push(makeWorld(req, k));
+  const built = takeBuilt(req);
+  for (let k = 0; k < K && elapsed() < maxMs; k++) worlds.push(makeWorld(req, k, built[k]));
   let buildMs = elapsed();
   let sims = 0;
   const exhausted = () => sims >= maxSims || elapsed() >= maxMs;
@@ -244,9 +262,10 @@ function handle(req) {
   if (req.cmd === 'search') return search(req);
   if (req.cmd === 'foe_requests') { // the opponent's request in each world, for its model
     const K = Math.max(1, req.worlds || 1);
-    const requests = [];
-    for (let k = 0; k < K; k++) requests.push(worldBattle(req, k).sides[1].activeRequest);
-    return {requests};
+    const battles = [];
+    for (let k = 0; k < K; k++) battles.push(worldBattle(req, k));
+    lastBuilt = {key: worldKey(req), battles};
+    return {requests: battles.map(battle => battle.sides[1].activeRequest)};
   }
   if (req.cmd === 'world') {
     const battle = worldBattle(Object.assign({seed: 0}, req), 0);

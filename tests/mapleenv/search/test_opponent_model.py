@@ -98,7 +98,7 @@ class _SpyHost(SearchHost):
 
 def test_the_models_time_counts_in_the_decisions_time_budget(model) -> None:
     (decision,) = mid_battle_decisions(seed=15, count=1)
-    config = SearchConfig(time_ms=400, sims=None, worlds=2, confident=1.0, opponent="policy")
+    config = SearchConfig(time_ms=3000, sims=20, worlds=2, confident=1.0, opponent="policy")
     _SpyHost.sent = []
     searcher = Searcher(config, host_factory=_SpyHost, opponent_model=model)
     try:
@@ -107,8 +107,9 @@ def test_the_models_time_counts_in_the_decisions_time_budget(model) -> None:
         searcher.close()
     (sent,) = _SpyHost.sent
     assert searcher.stats.modelled == 1 and searcher.stats.model_ms > 0
-    # what the host was given is what the model left of the decision's 400 ms
-    assert sent["time_ms"] == pytest.approx(400 - searcher.stats.model_ms, abs=1e-6)
+    # what the host was given is what the model left of the decision's 3 s (at least 1 ms)
+    left = max(1.0, 3000 - searcher.stats.model_ms)
+    assert sent["time_ms"] == pytest.approx(left, abs=1e-6) and sent["time_ms"] < 3000
 
 
 def test_the_model_weighs_the_scores_by_its_prior() -> None:
@@ -129,3 +130,24 @@ def test_the_model_weighs_the_scores_by_its_prior() -> None:
         spread = host.request("search", **request, replies=3, sims=2 * 3 * 3, uniform=1.0)
     assert wide["q"] == pytest.approx(alone["q"])
     assert wide["q"] != pytest.approx(spread["q"])  # an even spread over three replies differs
+
+
+def test_a_search_after_foe_requests_plays_the_worlds_they_were_read_from(model) -> None:
+    """The worlds ``foe_requests`` built are kept for the search that follows with the same
+    view and seed: it scores exactly as one whose worlds are built anew, and a search with
+    another seed does not take them."""
+    decisions = list(mid_battle_decisions(seed=16, count=2))
+    with SearchHost() as kept, SearchHost() as fresh:
+        for decision in decisions:
+            view = host_view(decision.view)
+            own = list(decision.view["choices"].values())[:3]
+            request = {"view": view, "own": own, "worlds": 2, "time_ms": None, "seed": 3}
+            requests = kept.request("foe_requests", view=view, seed=3, worlds=2)["requests"]
+            request.update(
+                sims=30, rollout=1, replies=3, foe_prior=model.priors(decision.view, requests)
+            )
+            other = dict(request, seed=4)
+            after = kept.request("search", **request)
+            assert after["q"] == fresh.request("search", **request)["q"]
+            kept.request("foe_requests", view=view, seed=3, worlds=2)
+            assert kept.request("search", **other)["q"] == fresh.request("search", **other)["q"]
