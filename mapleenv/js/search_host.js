@@ -262,6 +262,7 @@ function handle(req) {
   if (req.cmd === 'search') return search(req);
   if (req.cmd === 'foe_requests') { // the opponent's request in each world, for its model
     const K = Math.max(1, req.worlds || 1);
+    lastBuilt = null; // a world this view cannot build leaves none kept
     const battles = [];
     for (let k = 0; k < K; k++) battles.push(worldBattle(req, k));
     lastBuilt = {key: worldKey(req), battles};
