@@ -84,10 +84,11 @@ def play(args: argparse.Namespace) -> Counter:
             battle, pending = d.env.battle, None
             if battle.turn >= 1 and not (battle.last_request or {}).get("forceSwitch"):
                 view = decision_view(battle, legal_actions(battle))
-                asked = host.request("foe_requests", view=host_view(view), seed=d.episode, worlds=1)
+                seen = host_view(view)
+                asked = host.request("foe_requests", view=seen, seed=d.episode, worlds=1)
                 world = host.request(
                     "world",
-                    view=host_view(view),
+                    view=seen,
                     seed=d.episode,
                     replies=args.replies,
                     foe_prior=model.priors(view, asked["requests"]),
