@@ -11,7 +11,9 @@ import asyncio
 import gzip
 import json
 import logging
+import os
 import random
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,14 @@ from process_guard import GUARD
 from mapleenv.env import PokemonEnv
 from mapleenv.showdown import ShowdownServer
 from mapleenv.vector.local import make_vector_env
+
+# The suite is a shared box: two xdist workers and the processes they start all run torch.
+# libgomp's threads spin at every barrier by default, and beside a busy process that turns a
+# 7 s training test into 70 s (docs/results/benchmarks.md, "Update threads on a shared
+# box"). Sleeping threads cost little here; libgomp reads this once, when torch loads, so it
+# is set before anything imports torch, and the processes tests start inherit it.
+assert "torch" not in sys.modules, "tests/conftest.py must set OMP_WAIT_POLICY before torch loads"
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 DATA_DIR = Path(__file__).parent / "data"
 RECORDED_BATTLES = sorted(DATA_DIR.glob("*.jsonl.gz"))
