@@ -65,4 +65,6 @@ if [ ! -f node_modules/pokemon-showdown/package.json ] || [ package-lock.json -n
   npm ci --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
 fi
 wait "$compiling"
+# The simulator's startup snapshot (node_modules/.cache/maple): built when missing or stale
+maple-setup-sim --snapshot
 echo "maple: set up (.venv, node_modules/pokemon-showdown $(node -p 'require("./node_modules/pokemon-showdown/package.json").version'))"

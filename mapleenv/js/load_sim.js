@@ -1,13 +1,16 @@
 'use strict';
 /**
  * Loading the pinned simulator (the npm package's `dist/sim`) for Maple's Node programs:
- * the directory given on the command line, else the package as resolved from the current
- * directory or from the checkout beside these files. Exits with code 3 and one line when
- * it is nowhere.
+ * the one already loaded when the process started from Maple's startup snapshot for the
+ * same package (snapshot.js), else the directory given on the command line, else the
+ * package as resolved from the current directory or from the checkout beside these files.
+ * Exits with code 3 and one line when it is nowhere.
  */
 const path = require('path');
 
 function loadSim(explicitDir) {
+  const loaded = globalThis.__mapleSim;
+  if (loaded && (!explicitDir || path.resolve(explicitDir) === loaded.dir)) return loaded.Sim;
   const candidates = [];
   if (explicitDir) candidates.push(path.resolve(explicitDir));
   for (const root of [process.cwd(), path.resolve(__dirname, '..', '..')]) {

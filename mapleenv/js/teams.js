@@ -13,9 +13,9 @@
  * (or why the text is not a team), and `packed` is null when the text could not be read.
  */
 'use strict';
-const path = require('path');
+const {loadSim} = require('./load_sim');
 
-const Sim = require(path.join(path.resolve(process.argv[2]), 'dist', 'sim'));
+const Sim = loadSim(process.argv[2]);
 
 function check(entry, validator) {
   let sets;

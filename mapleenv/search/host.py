@@ -18,6 +18,7 @@ from typing import Any
 
 from mapleenv.showdown import find_node, find_showdown
 from mapleenv.showdown.process import close_pipe_child, kill_now, spawn
+from mapleenv.showdown.snapshot import node_command
 
 SEARCH_SCRIPT = Path(__file__).resolve().parents[1] / "js" / "search_host.js"
 
@@ -40,7 +41,7 @@ class SearchHost:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
         try:
             self._proc = spawn(
-                [find_node(), str(SEARCH_SCRIPT), str(showdown)],
+                node_command(find_node(), SEARCH_SCRIPT, showdown),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,

@@ -3,6 +3,10 @@ Maple (a checkout's ``make setup`` puts it in ``node_modules/`` instead).
 
     maple-setup-sim            # npm ci of the pinned package into <data dir>/showdown
     maple-setup-sim --check    # where the simulator is found; one line and exit code 2 if not
+    maple-setup-sim --snapshot # only the startup snapshot of the package found (quiet if current)
+
+It also builds the simulator's startup snapshot beside the package (``mapleenv.showdown.snapshot``:
+hosts start from it with the simulator already loaded), again only when missing or stale.
 
 The pins (``package.json`` and ``package-lock.json`` of the source tree) ship with the
 wheel under ``<prefix>/share/maple``; the package lands in
@@ -21,6 +25,7 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
+from mapleenv.showdown import snapshot
 from mapleenv.showdown.package import (
     REPO_ROOT,
     SIM_SUBDIR,
@@ -124,19 +129,32 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="install nothing: print where the simulator is found (exit code 2 if nowhere)",
     )
+    parser.add_argument(
+        "--snapshot",
+        action="store_true",
+        help="install nothing: build the startup snapshot of the simulator found, if stale",
+    )
     args = parser.parse_args(argv)
     try:
-        if args.check:
+        if args.check or args.snapshot:
             package, changed = find_showdown(), False
         else:
             package, changed = install((args.dir or data_dir() / SIM_SUBDIR).resolve())
+        node = find_node()
     except ShowdownError as exc:
         parser.exit(2, f"maple-setup-sim: {' '.join(str(exc).split())}\n")
+    if args.snapshot:
+        built = snapshot.ensure(package, node)
+        if built:
+            print(built)
+        return
     verb = "installed" if changed else "found"
     line = f"maple: pokemon-showdown {installed_version(package)} {verb} at {package}"
     if not args.check and _found_elsewhere(package):
         line += f" (to use it, set MAPLE_SHOWDOWN_DIR={package})"
     print(line)
+    built = None if args.check else snapshot.ensure(package, node)
+    print(built or snapshot.describe(package, node))
 
 
 def _found_elsewhere(package: Path) -> bool:

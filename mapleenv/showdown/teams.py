@@ -24,6 +24,7 @@ from poke_env.teambuilder.teambuilder import Teambuilder
 
 from mapleenv.paths import printable, read_small_file, size_text
 from mapleenv.showdown.package import ShowdownError, find_node, find_showdown
+from mapleenv.showdown.snapshot import node_command
 
 TEAMS_SCRIPT = Path(__file__).resolve().parents[1] / "js" / "teams.js"
 MAX_TEAM_BYTES = 1 << 20  # one team file (a real one is ~1 KiB)
@@ -80,7 +81,7 @@ def _run_script(battle_format: str | None, entries: list[dict[str, str]]) -> lis
     request = json.dumps({"format": battle_format, "teams": entries})
     try:
         proc = subprocess.run(
-            [find_node(), str(TEAMS_SCRIPT), str(find_showdown())],
+            node_command(find_node(), TEAMS_SCRIPT, find_showdown()),
             input=request,
             capture_output=True,
             text=True,

@@ -26,6 +26,7 @@ from mapleenv.showdown.package import (
     find_showdown,
 )
 from mapleenv.showdown.process import close_pipe_child, kill_now, spawn
+from mapleenv.showdown.snapshot import node_command
 
 logger = logging.getLogger(__name__)
 
@@ -133,9 +134,8 @@ class SimHost(_Channel):
                 f"dist/sim/index.js); {SETUP_HINT}"
             )
         node = node or find_node()
-        cmd = [node, str(HOST_SCRIPT), str(self.showdown_dir)]
-        if self.listen is not None:
-            cmd += ["--listen", self.listen]
+        listen_args = ["--listen", self.listen] if self.listen is not None else []
+        cmd = node_command(node, HOST_SCRIPT, self.showdown_dir, *listen_args)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
         try:
             self._proc = spawn(

@@ -1,0 +1,101 @@
+"""The simulator's startup snapshot: hosts start from it only while it matches the Node binary,
+the package and the snapshot's scripts it was built from; a built one plays battles to their
+end, and processes started from one blob still draw their own random teams."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from mapleenv.backends.direct.host import SimHost
+from mapleenv.showdown import snapshot
+from mapleenv.showdown.package import find_node, find_showdown
+
+
+@pytest.fixture
+def fake_install(tmp_path: Path) -> tuple[Path, str, Path]:
+    """A package folder with a package.json, a "node" file and a cache folder (no Node run)."""
+    package = tmp_path / "node_modules" / "pokemon-showdown"
+    package.mkdir(parents=True)
+    (package / "package.json").write_text('{"version": "0.11.11"}')
+    node = tmp_path / "node"
+    node.write_bytes(b"binary")
+    return package, str(node), tmp_path / "cache"
+
+
+def _record(package: Path, node: str, cache: Path) -> None:
+    cache.mkdir(exist_ok=True)
+    (cache / snapshot.BLOB_NAME).write_bytes(b"blob")
+    (cache / snapshot.STAMP_NAME).write_text(json.dumps(snapshot.stamp(package, node)))
+
+
+def test_a_blob_is_used_while_its_stamp_matches(fake_install, monkeypatch) -> None:
+    package, node, cache = fake_install
+    monkeypatch.delenv(snapshot.SWITCH, raising=False)
+    assert snapshot.node_args(package, node, cache) == []  # nothing built
+    _record(package, node, cache)
+    assert snapshot.node_args(package, node, cache) == [
+        "--snapshot-blob",
+        str(cache / snapshot.BLOB_NAME),
+    ]
+    monkeypatch.setenv(snapshot.SWITCH, "0")
+    assert snapshot.node_args(package, node, cache) == []
+
+
+def test_the_default_cache_is_beside_the_package(fake_install) -> None:
+    package, _, _ = fake_install
+    assert snapshot.cache_dir(package) == package.parent / ".cache" / "maple"
+
+
+@pytest.mark.parametrize("change", ["node", "package", "blob", "stamp"])
+def test_a_stale_blob_is_not_used(fake_install, monkeypatch, change: str) -> None:
+    package, node, cache = fake_install
+    monkeypatch.delenv(snapshot.SWITCH, raising=False)
+    _record(package, node, cache)
+    if change == "node":  # another Node binary in the same place
+        Path(node).write_bytes(b"another binary")
+    elif change == "package":  # the package reinstalled
+        later = (package / "package.json").stat().st_mtime_ns + 10**9
+        os.utime(package / "package.json", ns=(later, later))
+    elif change == "blob":
+        (cache / snapshot.BLOB_NAME).unlink()
+    else:
+        (cache / snapshot.STAMP_NAME).write_text("{")
+    assert snapshot.node_args(package, node, cache) == []
+
+
+def _first_switch(host: SimHost, bid: str) -> str:
+    lines = [
+        '>start {"formatid":"gen9randombattle"}',
+        '>player p1 {"name":"a"}',
+        '>player p2 {"name":"b"}',
+    ]
+    text = "\n".join(data for _, data in host.send(bid, lines))
+    return next(line for line in text.splitlines() if line.startswith("|switch|p1a:"))
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(240)
+def test_hosts_start_from_a_built_snapshot_and_draw_their_own_teams(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(snapshot.SWITCH, raising=False)
+    monkeypatch.setattr(snapshot, "cache_dir", lambda _: tmp_path)
+    blob = snapshot.build(find_showdown(), find_node())  # checks seeded battles match
+    assert blob == tmp_path / snapshot.BLOB_NAME
+    assert snapshot.node_args(find_showdown(), find_node()) == ["--snapshot-blob", str(blob)]
+    hosts = [SimHost() for _ in range(3)]
+    try:
+        for host in hosts:
+            assert str(blob) in psutil.Process(host.pid).cmdline()
+        # Showdown seeds an unseeded battle from Math.random, which V8 reseeds in each process
+        # started from the blob: the first battles of three hosts do not share one lead
+        leads = {_first_switch(host, "1") for host in hosts}
+        assert len(leads) > 1
+    finally:
+        for host in hosts:
+            host.close()
