@@ -3,9 +3,9 @@
 A fresh Node process spends ~1 s of CPU compiling and executing the simulator's modules and
 data before its first battle; started from the snapshot, its heap already holds them. The
 blob lives beside the npm package (``node_modules/.cache/maple/``) with a stamp naming the
-Node binary and the entry script it was built from; :func:`node_args` gives the flag that
-starts a host from it only while that stamp still holds, so a new Node, a reinstalled
-package or a changed entry falls back to a plain start until it is rebuilt.
+Node binary, ``NODE_OPTIONS`` and the scripts it was built from; :func:`node_args` gives the
+flag that starts a host from it only while that stamp holds, so a new Node, other V8 flags,
+a reinstalled package or a changed entry fall back to a plain start until it is rebuilt.
 
     maple-setup-sim --snapshot   # build it if missing or stale (`make setup` runs this)
     maple-setup-sim --check      # where the simulator is, and whether hosts start from it
@@ -49,8 +49,9 @@ def cache_dir(showdown_dir: Path) -> Path:
 
 
 def stamp(showdown_dir: Path, node: str) -> dict:
-    """What a blob depends on: the Node binary (path, size, mtime), the package and the
-    snapshot's own scripts. A blob is used only where its recorded stamp equals this one."""
+    """What a blob depends on: the Node binary (path, size, mtime), ``NODE_OPTIONS`` (V8
+    refuses a blob built under other V8 flags: exit code 14), the package and the snapshot's
+    own scripts. A blob is used only where its recorded stamp equals this one."""
     binary = Path(node).resolve()
     info = binary.stat()
     digest = hashlib.sha256()
@@ -59,6 +60,7 @@ def stamp(showdown_dir: Path, node: str) -> dict:
     package = Path(showdown_dir).resolve()
     return {
         "node": [str(binary), info.st_size, info.st_mtime_ns],
+        "node_options": os.environ.get("NODE_OPTIONS", ""),
         "package": [str(package), (package / "package.json").stat().st_mtime_ns],
         "scripts": digest.hexdigest(),
     }
@@ -89,6 +91,14 @@ def node_command(node: str, script: Path, showdown_dir: Path, *args: str) -> lis
     """The command line that runs one of Maple's Node programs for ``showdown_dir``: from
     the snapshot where :func:`node_args` allows it."""
     return [node, *node_args(showdown_dir, node), str(script), str(showdown_dir), *args]
+
+
+def refused_hint(stderr: str) -> str:
+    """What to do when Node refused the blob (a change the stamp does not see), for the
+    error of a host that died: ``""`` for any other death."""
+    if "startup snapshot" not in stderr:
+        return ""
+    return f" (Node refused Maple's startup snapshot: {SWITCH}=0 starts hosts without it)"
 
 
 def _run_host(node: str, prefix: list[str], showdown_dir: Path, script: str) -> bytes:

@@ -26,7 +26,7 @@ from mapleenv.showdown.package import (
     find_showdown,
 )
 from mapleenv.showdown.process import close_pipe_child, kill_now, spawn
-from mapleenv.showdown.snapshot import node_command
+from mapleenv.showdown.snapshot import node_command, refused_hint
 
 logger = logging.getLogger(__name__)
 
@@ -171,8 +171,8 @@ class SimHost(_Channel):
         self._stderr.seek(0)
         tail = self._stderr.read()[-2000:].decode(errors="replace")
         return SimHostError(
-            f"simulator host (pid {self._proc.pid}) died with code {self._proc.returncode}; "
-            f"stderr tail:\n{tail}"
+            f"simulator host (pid {self._proc.pid}) died with code {self._proc.returncode}"
+            f"{refused_hint(tail)}; stderr tail:\n{tail}"
         )
 
     def kill(self) -> None:

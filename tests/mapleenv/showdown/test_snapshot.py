@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from mapleenv.backends.direct.host import SimHost
+from mapleenv.backends.direct.host import SimHost, SimHostError
 from mapleenv.showdown import snapshot
 from mapleenv.showdown.package import find_node, find_showdown
 
@@ -51,13 +51,16 @@ def test_the_default_cache_is_beside_the_package(fake_install) -> None:
     assert snapshot.cache_dir(package) == package.parent / ".cache" / "maple"
 
 
-@pytest.mark.parametrize("change", ["node", "package", "blob", "stamp"])
+@pytest.mark.parametrize("change", ["node", "node_options", "package", "blob", "stamp"])
 def test_a_stale_blob_is_not_used(fake_install, monkeypatch, change: str) -> None:
     package, node, cache = fake_install
     monkeypatch.delenv(snapshot.SWITCH, raising=False)
+    monkeypatch.delenv("NODE_OPTIONS", raising=False)
     _record(package, node, cache)
     if change == "node":  # another Node binary in the same place
         Path(node).write_bytes(b"another binary")
+    elif change == "node_options":  # V8 flags: Node would refuse the blob
+        monkeypatch.setenv("NODE_OPTIONS", "--max-old-space-size=4096")
     elif change == "package":  # the package reinstalled
         later = (package / "package.json").stat().st_mtime_ns + 10**9
         os.utime(package / "package.json", ns=(later, later))
@@ -99,3 +102,11 @@ def test_hosts_start_from_a_built_snapshot_and_draw_their_own_teams(
     finally:
         for host in hosts:
             host.close()
+
+    # V8 refuses a blob built under other flags: the stamp sees NODE_OPTIONS, and a refusal it
+    # did not foresee names the way out
+    monkeypatch.setenv("NODE_OPTIONS", "--max-old-space-size=4096")
+    assert snapshot.node_args(find_showdown(), find_node()) == []
+    monkeypatch.setattr(snapshot, "node_args", lambda *_: ["--snapshot-blob", str(blob)])
+    with SimHost() as refused, pytest.raises(SimHostError, match=f"{snapshot.SWITCH}=0"):
+        refused.send("1", ['>start {"formatid":"gen9randombattle"}'])
