@@ -65,6 +65,9 @@ if [ ! -f node_modules/pokemon-showdown/package.json ] || [ package-lock.json -n
   npm ci --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error
 fi
 wait "$compiling"
-# The simulator's startup snapshot (node_modules/.cache/maple): built when missing or stale
-maple-setup-sim --snapshot
+# The simulator's startup snapshot of this checkout's package (node_modules/.cache/maple):
+# built when missing or stale, quiet otherwise (mapleenv/showdown/snapshot.py)
+if [ -f node_modules/pokemon-showdown/dist/sim/index.js ]; then
+  MAPLE_SHOWDOWN_DIR="$PWD/node_modules/pokemon-showdown" python -m mapleenv.showdown.install --snapshot
+fi
 echo "maple: set up (.venv, node_modules/pokemon-showdown $(node -p 'require("./node_modules/pokemon-showdown/package.json").version'))"
