@@ -158,8 +158,11 @@ def build(
     showdown_dir = Path(showdown_dir) if showdown_dir is not None else find_showdown()
     node = node or find_node()
     folder = cache or cache_dir(showdown_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".building-", suffix=".blob", dir=folder)
+    try:  # a package folder this user cannot write to: no snapshot, said in one line
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=".building-", suffix=".blob", dir=folder)
+    except OSError as exc:
+        raise SnapshotError(f"cannot write to {folder}: {exc.strerror or exc}") from exc
     os.close(fd)
     tmp = Path(tmp_name)
     try:

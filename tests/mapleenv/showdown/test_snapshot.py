@@ -71,6 +71,16 @@ def test_a_stale_blob_is_not_used(fake_install, monkeypatch, change: str) -> Non
     assert snapshot.node_args(package, node, cache) == []
 
 
+def test_a_folder_it_cannot_write_is_one_line_not_a_traceback(fake_install, monkeypatch) -> None:
+    package, node, cache = fake_install
+    monkeypatch.delenv(snapshot.SWITCH, raising=False)
+    cache.write_text("a file where the folder would be")
+    monkeypatch.setattr(snapshot, "cache_dir", lambda _: cache)
+    line = snapshot.ensure(package, node)  # set-up goes on: hosts start without it
+    assert line is not None and "\n" not in line
+    assert line.startswith("maple: simulator snapshot not built (cannot write to")
+
+
 def _first_switch(host: SimHost, bid: str) -> str:
     lines = [
         '>start {"formatid":"gen9randombattle"}',
