@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import subprocess
 import tempfile
 import threading
@@ -116,6 +117,8 @@ def _run_host(node: str, prefix: list[str], showdown_dir: Path, script: str) -> 
     deadline = time.monotonic() + BUILD_TIMEOUT_S
     try:
         while out.count(b"\nack\n\n") < expected and time.monotonic() < deadline:
+            if not select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                break  # a host that hangs: the deadline, not a read that never returns
             chunk = proc.stdout.read1(1 << 16)
             if not chunk:
                 break
