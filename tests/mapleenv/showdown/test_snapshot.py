@@ -1,6 +1,7 @@
 """The simulator's startup snapshot: hosts start from it only while it matches the Node binary,
-the package and the snapshot's scripts it was built from; a built one plays battles to their
-end, and processes started from one blob still draw their own random teams."""
+NODE_OPTIONS, the package and the snapshot's scripts it was built from; a built one passed its
+seeded check battles, processes started from one blob still draw their own random teams, and a
+blob Node refuses is named in the host's error."""
 
 from __future__ import annotations
 
