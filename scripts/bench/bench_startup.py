@@ -33,10 +33,10 @@ MODES = ("snapshot", "plain")
 # Runs in the child: make the env, reset it, report wall and CPU (self and descendants).
 CHILD = """
 import json, sys, time
-import psutil
 t0 = time.perf_counter()
 import gymnasium as gym
 import mapleenv
+from mapleenv.measure import process_cpu
 n = int(sys.argv[1])
 if n == 1:
     env = gym.make(mapleenv.ENV_ID, backend="direct", opponent="random", seed=0)
@@ -44,14 +44,7 @@ else:
     env = mapleenv.make_vector_env(n, backend="direct", opponent="random", seed=0)
 env.reset(seed=0)
 wall = time.perf_counter() - t0
-me = psutil.Process()
-cpu = 0.0
-for proc in (me, *me.children(recursive=True)):
-    try:
-        times = proc.cpu_times()
-        cpu += times.user + times.system
-    except psutil.Error:
-        pass
+cpu = sum(process_cpu().values())
 env.close()
 print(json.dumps({"startup_s": wall, "cpu_s": cpu}))
 """
@@ -75,6 +68,7 @@ def main() -> None:
     parser.add_argument("--num-envs", default="1,8", help="comma-separated env counts")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (each mode once)")
     args = parser.parse_args()
+    from mapleenv.measure import machine_info
     from mapleenv.showdown import find_node, find_showdown
     from mapleenv.showdown.snapshot import node_args
 
@@ -91,7 +85,7 @@ def main() -> None:
                 line[f"{mode}_{key}"] = round(statistics.median(r[key] for r in runs[mode]), 3)
             ratios = [p[key] / s[key] for p, s in zip(runs["plain"], runs["snapshot"], strict=True)]
             line[f"plain_over_snapshot_{key}"] = round(statistics.median(ratios), 3)
-        line["load_1min"] = round(os.getloadavg()[0], 2)
+        line["machine"] = machine_info()
         line["time"] = time.strftime("%Y-%m-%dT%H:%M:%S")
         print_json(line)
 
