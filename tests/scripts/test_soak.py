@@ -23,10 +23,10 @@ def test_soak_samples_every_process_and_stops_the_run_with_its_checkpoint(tmp_pa
         [
             sys.executable,
             str(ROOT / "scripts" / "stress" / "soak.py"),
-            "--minutes", "0.3",
+            "--minutes", "0.2",
             "--warmup", "0.1",
             "--interval", "1",
-            "--window", "0.08",
+            "--window", "0.05",
             "--",
             "+experiment=smoke",
             "env.backend=direct",
