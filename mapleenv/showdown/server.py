@@ -42,6 +42,8 @@ from mapleenv.showdown.process import forget_at_exit, kill, spawn, stop_at_exit,
 logger = logging.getLogger(__name__)
 
 _LISTEN_ERROR = re.compile(r"CRASH: Error: listen E[A-Z]+")
+# loaded into every server: no git run on the checkout that holds the package (the script says why)
+PRELOAD = Path(__file__).resolve().parents[1] / "js" / "server_preload.js"
 
 
 def _tail(path: Path | None, lines: int = 30) -> str:
@@ -186,6 +188,8 @@ class ShowdownServer:
             node,
             "--preserve-symlinks",
             "--preserve-symlinks-main",
+            "--require",
+            str(PRELOAD),
             "pokemon-showdown",
             "start",
             "--no-security",

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import child_node_pids, pid_alive
 
@@ -28,6 +29,7 @@ from mapleenv.showdown import (
     prepare_server_dir,
 )
 from mapleenv.showdown.package import listens_on
+from mapleenv.showdown.server import PRELOAD
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -143,6 +145,33 @@ def test_session_server_accepts_logins(showdown_server):
     )
     showdown_server.warm_up()  # a websocket gets the login challenge
     assert "listening on 127.0.0.1" in showdown_server.log_path.read_text()
+    # started with the preload, so its start-up ran no `git add -A` into a scratch index
+    assert str(PRELOAD) in psutil.Process(showdown_server.pid).cmdline()
+    server_dir = showdown_server.log_dir / f"showdown-{showdown_server.port}"
+    assert (server_dir / "logs").is_dir() and not (server_dir / "logs" / ".gitindex").exists()
+
+
+_EXEC_TWO = """
+const {exec} = require('child_process');
+exec('git --version', (gitError, gitOut) => exec('echo ran', (error, out) =>
+  console.log(JSON.stringify([gitError && gitError.code, gitOut, error, out.trim()]))));
+"""
+
+
+@pytest.mark.integration  # runs node
+def test_the_server_preload_fails_git_commands_and_runs_every_other():
+    """Showdown's start-up asks git for a version hash (``git add -A``, ``git write-tree``
+    from the package's folder), which stages the checkout around the package and writes its
+    untracked files into that repository: the preload makes git commands fail, only them."""
+    node = find_node()
+    script = ["-e", _EXEC_TWO]
+    plain = subprocess.run([node, *script], capture_output=True, text=True, timeout=60)
+    loaded = subprocess.run(
+        [node, "--require", str(PRELOAD), *script], capture_output=True, text=True, timeout=60
+    )
+    assert json.loads(loaded.stdout) == [1, "", None, "ran"], loaded.stderr
+    code, version, _, ran = json.loads(plain.stdout)  # without it, git runs (when installed)
+    assert ran == "ran" and (code != 0 or version.startswith("git version"))
 
 
 @pytest.mark.integration
