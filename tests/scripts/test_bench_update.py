@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.integration
 @pytest.mark.timeout(400)
 def test_every_mode_timed_beside_a_busy_process() -> None:
-    """One load (one busy process beside it, the path a quiet line takes too, less the busy
-    loop): both modes timed in their own process, the first the ratios' base."""
+    """Both modes timed, each in its own process, beside one busy process (a quiet line,
+    ``--load 0``, runs the same code without it); the first mode is the ratios' base."""
     cmd = [
         sys.executable,
         str(ROOT / "scripts" / "bench" / "bench_update.py"),
