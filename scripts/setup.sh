@@ -7,13 +7,19 @@
 #               set and the installed torch does not match it, torch is replaced (one line
 #               says so; scripts/setup/torch_spec.py decides); unset, an installed torch is kept.
 #               See docs/gpu.md.
-#   EXTRAS      pip extras for Maple (default "dev"; "dev,ray" for the Ray scale-out)
+#   EXTRAS      pip extras for Maple (default "dev"; "dev,ray" for the Ray scale-out; "engine"
+#               needs no naming: the engine step below installs it either way)
+#   MAPLE_ENGINE=0  skips the engine step: poke-engine (gen 9), from the machine's wheel cache
+#               or built once (python -m mapleenv.engine.install --setup; docs/architecture.md,
+#               "The engine"); quiet when installed, one warning line when it cannot build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 TORCH_REQUESTED=${TORCH_SPEC:+--requested}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 EXTRAS=${EXTRAS:-dev}
+# the engine extra is the engine step's job (pip alone would build the wrong generation)
+PIP_EXTRAS=$(echo ",$EXTRAS," | sed 's/,engine,/,/g; s/^,//; s/,$//')
 
 command -v node >/dev/null || { echo "error: Node.js 18+ is required (https://nodejs.org)" >&2; exit 1; }
 node -e 'process.exit(parseInt(process.versions.node) >= 18 ? 0 : 1)' \
@@ -48,7 +54,7 @@ esac
 if [ "$need_install" = 1 ]; then
   # setuptools' "Editable installation" notice is information, not a problem: not shown
   PYTHONWARNINGS="${PYTHONWARNINGS:+$PYTHONWARNINGS,}ignore:Editable installation" \
-    "${PIP_INSTALL[@]}" -e ".[$EXTRAS]"
+    "${PIP_INSTALL[@]}" -e ".[$PIP_EXTRAS]"
   to_compile=1
   echo "$want_stamp" > "$STAMP"
 fi
@@ -70,4 +76,5 @@ wait "$compiling"
 if [ -f node_modules/pokemon-showdown/dist/sim/index.js ]; then
   MAPLE_SHOWDOWN_DIR="$PWD/node_modules/pokemon-showdown" python -m mapleenv.showdown.install --snapshot
 fi
+[ "${MAPLE_ENGINE:-1}" = 0 ] || python -m mapleenv.engine.install --setup
 echo "maple: set up (.venv, node_modules/pokemon-showdown $(node -p 'require("./node_modules/pokemon-showdown/package.json").version'))"
