@@ -27,7 +27,7 @@ def require_engine(gen9: bool = True) -> ModuleType:
     if gen9 and not has_terastallization(module):
         raise EngineNotInstalledError(
             f"poke-engine {_version()} is installed without gen 9 (its terastallization "
-            f"feature): {INSTALL_STEP} --force"
+            "feature): rebuild it with `python -m mapleenv.engine.install --force`"
         )
     return module
 
