@@ -54,7 +54,7 @@ esac
 if [ "$need_install" = 1 ]; then
   # setuptools' "Editable installation" notice is information, not a problem: not shown
   PYTHONWARNINGS="${PYTHONWARNINGS:+$PYTHONWARNINGS,}ignore:Editable installation" \
-    "${PIP_INSTALL[@]}" -e ".[$PIP_EXTRAS]"
+    "${PIP_INSTALL[@]}" -e ".${PIP_EXTRAS:+[$PIP_EXTRAS]}"
   to_compile=1
   echo "$want_stamp" > "$STAMP"
 fi
