@@ -43,6 +43,7 @@ from mapleenv.showdown.teams import TeamPool, team_pool
 from mapleenv.spec import ON_ILLEGAL, EnvSpec
 
 logger = logging.getLogger(__name__)
+TURNS_PAST_SHOWDOWNS_LIMIT = 1001  # Showdown ends a battle at turn 1000 itself
 
 __all__ = ["ON_ILLEGAL", "BattleAborted", "EnvSpec", "PokemonEnv"]
 
@@ -362,7 +363,10 @@ class PokemonEnv(gymnasium.Env):
         obs = self._observe(battle)
         reward = self.reward_tracker.compute(battle)
         terminated = battle.finished
-        truncated = not terminated and self.max_turns is not None and battle.turn >= self.max_turns
+        # without max_turns, a battle past Showdown's own limit (a server that does not end
+        # it) is truncated all the same
+        limit = self.max_turns if self.max_turns is not None else TURNS_PAST_SHOWDOWNS_LIMIT
+        truncated = not terminated and battle.turn >= limit
         info: dict[str, Any] = {}
         if terminated or truncated:
             self._episode_over = True

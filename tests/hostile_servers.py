@@ -53,12 +53,12 @@ class LoopServer:
 
 class Relay(LoopServer):
     """Forwards each client to a real server at ``upstream`` (a loopback port) and back;
-    every frame from the server passes ``rewrite(frame) -> frame`` first. Stops with
-    either side."""
+    every frame from the server passes ``rewrite(frame)`` first (a frame, or a list of
+    frames to send instead). Stops with either side."""
 
-    def __init__(self, upstream: int, rewrite: Callable[[str], str]):
+    def __init__(self, upstream: int, rewrite: Callable[[str], str | list[str]]):
         self.upstream, self.rewrite = upstream, rewrite
-        self.rewritten = 0
+        self.rewritten = self.sent_bytes = 0
         super().__init__(self._relay, max_size=None)
 
     async def _relay(self, client) -> None:
@@ -69,7 +69,9 @@ class Relay(LoopServer):
                 async for frame in server:
                     new = self.rewrite(frame)
                     self.rewritten += new != frame
-                    await client.send(new)
+                    for each in [new] if isinstance(new, str) else new:
+                        self.sent_bytes += len(each)
+                        await client.send(each)
 
             async def up() -> None:
                 async for frame in client:

@@ -131,3 +131,41 @@ def test_play_quality_reads_no_number_it_cannot_trust() -> None:
 
     lines = ["|turn|\u00b2", "|turn|" + "9" * 5000, "|turn|\u0663", "|turn|7", "|turn|1e9"]
     assert battle_quality(lines, "p1")["turns"] == 7
+
+
+CHAT = "|c|\u2606rival|spam \x1b[31m\r" + "x" * 1000
+FORGED = "|maple-unknown|hello\r\x1b[2J\n[2026-01-01 00:00:00,000][trainer][INFO] - forged"
+
+
+def chatty(frame: str) -> str | list[str]:
+    """Every battle frame followed by 300 chat lines (~0.3 MB); the greeting by a frame
+    poke-env cannot handle and logs, with a terminal escape and a forged record in it."""
+    if frame.startswith(">battle"):
+        return frame + "\n" + "\n".join([CHAT] * 300)
+    if frame.startswith("|challstr|"):
+        return [frame, FORGED]
+    return frame
+
+
+@pytest.fixture
+def chat_relay(showdown_server) -> Iterator[Relay]:
+    server = Relay(showdown_server.port, chatty)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(480)
+def test_an_external_server_s_chat_is_not_kept_and_its_text_is_escaped(
+    tmp_path: Path, chat_relay: Relay
+) -> None:
+    proc = evaluate(tmp_path, f"server_url=127.0.0.1:{chat_relay.port}", "save_replays=true")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert chat_relay.sent_bytes > 5 << 20
+    replays = list((tmp_path / "run" / "replays").rglob("*.html"))
+    assert len(replays) == 2 and all("spam" not in p.read_text() for p in replays)
+    assert "\x1b" not in out and "\r" not in out  # printed escaped, if at all
+    assert not any(line.startswith("[2026-01-01") for line in out.splitlines())
