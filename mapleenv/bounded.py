@@ -119,14 +119,17 @@ class BoundedMessages:
     max_battle_bytes = MAX_BATTLE_BYTES
     max_battles = MAX_BATTLES
 
-    def bound_messages(self) -> None:
+    def bound_messages(self, filter_log: bool = True) -> None:
+        """Start bounding (``filter_log``: also filter the player's log handlers; off where
+        the caller filters them itself, as ``trainer.play``'s flood guard does)."""
         self._kept: dict[str, list[Any]] = {}  # tag -> [lines, bytes, capped]
         self._untracked = 0
         player: Any = self
         player._challenge_queue = BoundedQueue()
-        text_filter = ServerTextFilter()
-        for handler in player.logger.handlers:
-            handler.addFilter(text_filter)
+        if filter_log:
+            text_filter = ServerTextFilter()
+            for handler in player.logger.handlers:
+                handler.addFilter(text_filter)
 
     def _kept_lines(self, split_messages: list[list[str]]) -> list[list[str]] | None:
         """The messages poke-env may see (the room line first), or None for none."""

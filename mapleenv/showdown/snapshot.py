@@ -42,6 +42,9 @@ BLOB_NAME = "sim-snapshot.blob"
 STAMP_NAME = "sim-snapshot.json"
 BUILD_TIMEOUT_S = 300.0
 DIED_AT_ONCE_S = 10.0  # a host from the snapshot that dies this soon: the blob is not used again
+# how a Node process crashes (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGSEGV; 128 + those): V8 on a
+# blob it cannot read
+CRASHES = frozenset({-4, -5, -6, -7, -11, 132, 133, 134, 135, 139})
 _TIMESTAMP = re.compile(rb"^\|t:\|\d+$", re.MULTILINE)
 logger = logging.getLogger(__name__)
 _distrusted: list[str] = []  # blobs a host died at once from (this process no longer uses them)
@@ -99,10 +102,11 @@ def write_stamp(folder: Path, showdown_dir: Path, node: str) -> None:
 
 def host_died(command: list[str], seconds: float, code: int | None) -> str:
     """Called when a Node program of :func:`node_command` died ``seconds`` after its start:
-    one that ran from the snapshot and died at once makes this process start the next
-    ones without it (said once, as a warning); the hint for its error line, or ``""``."""
-    if "--snapshot-blob" not in command or seconds > DIED_AT_ONCE_S:
-        return ""
+    one that ran from the snapshot and crashed (:data:`CRASHES`) at once makes this
+    process start the next ones without it (said once, as a warning); the hint for its
+    error line, or ``""``."""
+    if "--snapshot-blob" not in command or seconds > DIED_AT_ONCE_S or code not in CRASHES:
+        return ""  # killed or stopped by someone (SIGKILL, SIGTERM): not the blob
     blob = command[command.index("--snapshot-blob") + 1]
     if blob not in _distrusted:
         _distrusted.append(blob)

@@ -66,7 +66,7 @@ def _make_player_class() -> type:
             **kwargs: Any,
         ):
             super().__init__(*args, **kwargs)  # PolicyOpponent: start_listening=False
-            self.bound_messages()
+            self.bound_messages(filter_log=False)  # trainer.play's flood guard filters them
             self.max_battles = own_lines + 16  # the battles asked for, and a margin
             self.max_turns, self.battle_s = max_turns, battle_s
             self._born: dict[str, float] = {}  # tag -> when its first message came
