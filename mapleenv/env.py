@@ -32,6 +32,7 @@ from mapleenv.encoders import check_game_type, make_encoder, observation_box, pl
 from mapleenv.opponent_action import CLASSES as OPPONENT_ACTION_CLASSES
 from mapleenv.opponent_action import OpponentActionReader
 from mapleenv.opponents import make_opponent
+from mapleenv.paths import printable
 from mapleenv.plugins import import_plugins
 from mapleenv.replays import decision, protocol_log, save_replay
 from mapleenv.reward import make_reward
@@ -42,6 +43,7 @@ from mapleenv.showdown.teams import TeamPool, team_pool
 from mapleenv.spec import ON_ILLEGAL, EnvSpec
 
 logger = logging.getLogger(__name__)
+TURNS_PAST_SHOWDOWNS_LIMIT = 1001  # Showdown ends a battle at turn 1000 itself
 
 __all__ = ["ON_ILLEGAL", "BattleAborted", "EnvSpec", "PokemonEnv"]
 
@@ -294,9 +296,11 @@ class PokemonEnv(gymnasium.Env):
         """``info`` plus ``search_view`` (JSON text: vector envs would split a dict into
         arrays) when the spec asks for it and a decision waits."""
         if self.env_spec.search_view and self._legal and not battle.finished:
-            from mapleenv.search import decision_view
+            from mapleenv.search import readable_view
 
-            info["search_view"] = json.dumps(decision_view(battle, self._legal))
+            view = readable_view(battle, self._legal)
+            if view is not None:  # else the policy's own decision (warned once)
+                info["search_view"] = json.dumps(view)
         return info
 
     def _start_battle(self, seed: int | None) -> Battle:
@@ -359,7 +363,10 @@ class PokemonEnv(gymnasium.Env):
         obs = self._observe(battle)
         reward = self.reward_tracker.compute(battle)
         terminated = battle.finished
-        truncated = not terminated and self.max_turns is not None and battle.turn >= self.max_turns
+        # without max_turns, a battle past Showdown's own limit (a server that does not end
+        # it) is truncated all the same
+        limit = self.max_turns if self.max_turns is not None else TURNS_PAST_SHOWDOWNS_LIMIT
+        truncated = not terminated and battle.turn >= limit
         info: dict[str, Any] = {}
         if terminated or truncated:
             self._episode_over = True
@@ -376,14 +383,26 @@ class PokemonEnv(gymnasium.Env):
             policy_id = policy_id_for(battle.battle_tag) if callable(policy_id_for) else None
             if policy_id is not None:  # a frozen policy played (self-play's promotion gate)
                 info["opponent_policy_id"] = int(policy_id)
-            replay_dir = self.env_spec.replay_dir
-            if replay_dir is not None:
-                save_replay(battle, replay_dir, self._decisions)
+            if self.env_spec.replay_dir is not None:
+                self._save_replay(battle)
         if illegal:
             info["illegal_action"] = True
         if not (terminated or truncated):
             info = self._decision_info(battle, info)
         return obs, float(reward), terminated, truncated, info
+
+    def _save_replay(self, battle: Battle) -> None:
+        """The battle's replay file; one that cannot be made or written (a server's text
+        the writer cannot read, a full disk) is one warning: the battle's result stands."""
+        try:
+            save_replay(battle, self.env_spec.replay_dir, self._decisions)
+        except Exception as exc:
+            logger.warning(
+                "replay of %s not written: %s: %s",
+                printable(battle.battle_tag),
+                type(exc).__name__,
+                printable(exc),
+            )
 
     def opponent_label(self, battle_tag: str) -> str:
         """Name of the opponent of ``battle_tag`` (a mix names the one it drew)."""

@@ -24,12 +24,14 @@ from __future__ import annotations
 import functools
 import html
 import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from poke_env.battle.abstract_battle import AbstractBattle
 
+from mapleenv.files import write_atomic
 from mapleenv.paths import safe_filename
 
 VIEWER = "https://play.pokemonshowdown.com/js/replay-embed.js"
@@ -105,15 +107,26 @@ def protocol_log(battle: AbstractBattle) -> list[str]:
     return lines
 
 
+# A number as Showdown writes one: ASCII digits, at most one decimal point, short. A server's
+# text is untrusted: "1e999" (inf), "nan", "²" (a digit to str.isdigit) are not numbers here.
+_NUMBER = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,6})?")
+
+
+def _small_int(text: str, default: int | None = None) -> int | None:
+    """``text`` as a non-negative integer of at most 9 ASCII digits, else ``default``."""
+    return int(text) if _NUMBER.fullmatch(text) and "." not in text else default
+
+
 def _hp_percent(hp: str) -> int | None:
+    """``"123/277 par"`` -> 44 (percent, 0..100); None for what is not an HP."""
     value = hp.split()[0] if hp else ""
     if value == "0":
         return 0
     current, sep, maximum = value.partition("/")
-    try:
-        return round(100 * float(current) / float(maximum)) if sep else None
-    except (ValueError, ZeroDivisionError):
+    if not (sep and _NUMBER.fullmatch(current) and _NUMBER.fullmatch(maximum)):
         return None
+    top = float(maximum)
+    return min(100, round(100 * float(current) / top)) if top > 0 else None
 
 
 class _TextLog:
@@ -188,7 +201,7 @@ class _TextLog:
             self.say(f"{self.mon(args[0], True)} fainted!")
         elif kind in ("-boost", "-unboost"):
             stat = _STATS.get(args[1], html.escape(args[1]))
-            amount = int(args[2]) if args[2].isdigit() else 1
+            amount = _small_int(args[2], 1)
             verb = "rose" if kind == "-boost" else "fell"
             self.say(f"{self.mon(args[0], True)}'s {stat} {verb}{_BOOST.get(amount, '')}!")
         elif kind == "-status":
@@ -376,8 +389,7 @@ def save_replay(
     """Write ``battle``'s replay file (with the agent's ``decisions``) into ``directory``
     (created) under :func:`replay_path` (the battle tag made a safe file name: a server's
     room id such as ``battle-../../x`` cannot point outside the folder); returns where it
-    went."""
+    went. Written atomically: a new file, never through a link."""
     path = replay_path(directory, battle.battle_tag)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(replay_html(battle, decisions), encoding="utf-8")
-    return path
+    return write_atomic(path, replay_html(battle, decisions))

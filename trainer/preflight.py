@@ -69,6 +69,7 @@ class TrainPreflight(Callback):
             battle_format = getattr(typed.env, "battle_format", None)
             if opponent is not None:  # policy:<file> members: the full checkpoint check
                 check_policy_files(opponent, battle_format)
+            _check_run_dir(config, typed.resume)  # links, special files, a bad metrics.csv
             if typed.resume:  # a run dir or a file: a checkpoint whose networks all fit
                 resolve_checkpoint(typed.resume)  # missing: one line before torch loads
                 from trainer.run.checkpoint import check_network, check_pool, load_checkpoint
@@ -99,6 +100,7 @@ class PlayPreflight(Callback):
             cfg = OmegaConf.to_object(_task_config(config))
             validate(cfg)
             check_seed(cfg.seed)
+            _check_run_dir(config)
             if cfg.output:
                 check_writable(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
@@ -129,8 +131,11 @@ class EvaluatePreflight(Callback):
             cfg = OmegaConf.to_object(_task_config(config))
             check_seed(cfg.seed)
             check_device(cfg.device)
+            _check_run_dir(config)
             if cfg.output:
                 check_writable(cfg.output)
+                if cfg.save_replays:  # replays/ beside it
+                    _check_replay_dir(cfg.output)
             import_plugins(cfg.plugins)  # the user's own: the checkpoint's encoder may need one
             check_evaluation(list(cfg.opponents), cfg.battles, cfg.num_envs)
             checkpoint = _read_checkpoint(cfg.checkpoint)
@@ -144,6 +149,35 @@ class EvaluatePreflight(Callback):
             fail(str(exc), logger="trainer.apps.evaluate")
         except Exception as exc:
             _refuse(exc, "trainer.apps.evaluate")
+
+
+def _check_run_dir(config: DictConfig, resume: Any = None) -> None:
+    """The folder the run will write into (the resumed run's, or Hydra's run dir when it
+    exists already: ``hydra.run.dir=<folder>``) holds no link or special file and, for a
+    run, no ``metrics.csv`` it cannot resume with: else one ``ValueError`` line."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from trainer.run.folder import check_run_folder
+
+    if resume:
+        from mapleenv.policies import resolve_checkpoint
+        from trainer.run.checkpoint import run_dir_of
+
+        check_run_folder(run_dir_of(resolve_checkpoint(resume)), key="resume")
+        return
+    folder = OmegaConf.select(config, "hydra.run.dir", default=None)
+    if folder and Path(folder).exists():
+        check_run_folder(folder, key="hydra.run.dir")
+
+
+def _check_replay_dir(output: Any) -> None:
+    from pathlib import Path
+
+    from mapleenv.files import check_output_folder
+
+    check_output_folder(Path(output).expanduser().absolute().parent / "replays", key="output")
 
 
 def _read_checkpoint(path: Any) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from poke_env.ps_client.server_configuration import ServerConfiguration
 
 from mapleenv.actions import by_slot, teampreview_in_order
 from mapleenv.backends import BackendSpec, BattleAborted
+from mapleenv.bounded import BoundedMessages
 from mapleenv.opponents import opponent_battles, unique_username
 from mapleenv.replays import record_path
 from mapleenv.showdown.package import ShowdownError
@@ -55,8 +56,9 @@ class _Event(NamedTuple):
     reply: asyncio.Future | None = None  # set for a decision: resolve it with the order
 
 
-class _DrivenPlayer(Player):
-    """A poke-env Player whose decisions are made by the env's thread.
+class _DrivenPlayer(BoundedMessages, Player):
+    """A poke-env Player whose decisions are made by the env's thread; what it keeps of
+    a server's messages is bounded (:class:`~mapleenv.bounded.BoundedMessages`).
 
     Each decision and each finished battle is put on ``events`` (a thread-safe queue
     shared by both players); a decision carries its own future, resolved with
@@ -67,6 +69,7 @@ class _DrivenPlayer(Player):
         self, role: str, events: queue.SimpleQueue, *, record: bool = False, **kwargs: Any
     ):
         super().__init__(start_listening=False, **kwargs)
+        self.bound_messages()
         self.role = role
         self._events = events
         self.frames: list[str] | None = [] if record else None

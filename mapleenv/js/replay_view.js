@@ -24,6 +24,10 @@ markup. */
     "inactive inactiveoff timer raw html uhtml uhtmlchange c c: chat badge teampreview " +
     "clearpoke seed").split(" ")]);
 
+  /** ``table[key]`` when it is the table's own entry (never an Object.prototype member
+  such as "constructor" or "__proto__" that a server's line names), else undefined. */
+  const own = (table, key) => (Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined);
+
   /** A DOM element with a class and children (strings become text nodes). */
   function el(tag, cls, ...children) {
     const node = document.createElement(tag);
@@ -37,8 +41,9 @@ markup. */
     const [value, status = ""] = (text || "").split(" ");
     if (value === "0") return { pct: 0, text: "0", status: "fnt" };
     const [cur, max] = value.split("/").map(Number);
-    if (!max || Number.isNaN(cur)) return null;
-    return { pct: Math.round((100 * cur) / max), text: value, status };
+    // a server's "1e999/100" or "nan/100" is not an HP
+    if (!Number.isFinite(cur) || !Number.isFinite(max) || max <= 0 || cur < 0) return null;
+    return { pct: Math.min(100, Math.round((100 * cur) / max)), text: value, status };
   }
 
   /** "move: Stealth Rock" / "item: Leftovers" -> "Stealth Rock". */
@@ -48,7 +53,7 @@ markup. */
   class Battle {
     constructor(agentSide) {
       this.agent = agentSide;
-      this.sides = {};
+      this.sides = Object.create(null);
       for (const id of ["p1", "p2"]) {
         this.sides[id] = { id, name: id, size: 0, mons: new Map(), active: null, conditions: new Set() };
       }
@@ -58,8 +63,13 @@ markup. */
       this.result = "";
     }
 
+    /** The side ``id`` names: "p1" or "p2" only, else null. */
+    side(id) {
+      return id === "p1" || id === "p2" ? this.sides[id] : null;
+    }
+
     mon(ident) {
-      const side = this.sides[ident.slice(0, 2)] || this.sides.p1;
+      const side = this.side(ident.slice(0, 2)) || this.sides.p1;
       const name = ident.includes(": ") ? ident.slice(ident.indexOf(": ") + 2) : ident;
       if (!side.mons.has(name)) {
         side.mons.set(name, { name, species: name, hp: 100, hpText: "", status: "", boosts: {}, effects: new Set() });
@@ -90,7 +100,7 @@ markup. */
     }
 
     switchIn(args) {
-      const side = this.sides[args[0].slice(0, 2)];
+      const side = this.side(args[0].slice(0, 2));
       if (!side) return;
       const previous = side.active && side.mons.get(side.active);
       if (previous) { previous.boosts = {}; previous.effects.clear(); }
@@ -127,15 +137,15 @@ markup. */
       const kind = parts[0];
       if (!parts.length || SILENT.has(kind)) return;
       const args = parts.slice(1).concat(["", "", ""]);
-      const handler = HANDLERS[kind];
+      const handler = own(HANDLERS, kind);
       if (handler) handler(this, args);
       else this.say(parts.filter(Boolean).join(" "), "other");
     }
   }
 
   const HANDLERS = {
-    player: (b, a) => { if (b.sides[a[0]] && a[1]) b.sides[a[0]].name = a[1]; },
-    teamsize: (b, a) => { if (b.sides[a[0]]) b.sides[a[0]].size = Number(a[1]) || 0; },
+    player: (b, a) => { if (b.side(a[0]) && a[1]) b.side(a[0]).name = a[1]; },
+    teamsize: (b, a) => { if (b.side(a[0])) b.side(a[0]).size = Math.min(24, Number(a[1]) || 0); },
     poke: (b, a) => { b.mon(`${a[0]}: ${a[1].split(",")[0]}`); },
     tier: (b, a) => b.say(a[0], "title"),
     rule: (b, a) => b.say(a[0], "small"),
@@ -156,7 +166,7 @@ markup. */
     },
     "-status": (b, a) => {
       b.mon(a[0]).status = a[1];
-      b.say(`${b.label(a[0], true)} ${STATUS[a[1]] || "got " + a[1]}!`, "effect");
+      b.say(`${b.label(a[0], true)} ${own(STATUS, a[1]) || "got " + a[1]}!`, "effect");
     },
     "-curestatus": (b, a) => {
       b.mon(a[0]).status = "";
@@ -201,14 +211,14 @@ markup. */
 
   function boost(b, a, sign) {
     const mon = b.mon(a[0]);
-    const amount = Number(a[2]) || 0;
-    mon.boosts[a[1]] = (mon.boosts[a[1]] || 0) + sign * amount;
-    const size = { 2: " sharply", 3: " drastically" }[amount] || "";
-    b.say(`${b.label(a[0], true)}'s ${STATS[a[1]] || a[1]} ${sign > 0 ? "rose" : "fell"}${size}!`, "effect");
+    const amount = Math.min(12, Number(a[2]) || 0);
+    if (own(STATS, a[1]) !== undefined) mon.boosts[a[1]] = (mon.boosts[a[1]] || 0) + sign * amount;
+    const size = own({ 2: " sharply", 3: " drastically" }, amount) || "";
+    b.say(`${b.label(a[0], true)}'s ${own(STATS, a[1]) || a[1]} ${sign > 0 ? "rose" : "fell"}${size}!`, "effect");
   }
 
   function sideCondition(b, a, started) {
-    const side = b.sides[a[0].slice(0, 2)];
+    const side = b.side(a[0].slice(0, 2));
     if (!side) return;
     const name = effect(a[1]);
     if (started) side.conditions.add(name); else side.conditions.delete(name);
@@ -224,7 +234,7 @@ markup. */
     fill.style.width = `${pct}%`;
     const status = mon.status && mon.status !== "fnt" ? el("span", "mr-status", mon.status.toUpperCase()) : null;
     const boosts = Object.entries(mon.boosts).filter(([, v]) => v)
-      .map(([k, v]) => `${v > 0 ? "+" : ""}${v} ${SHORT[k] || k}`);
+      .map(([k, v]) => `${v > 0 ? "+" : ""}${v} ${own(SHORT, k) || k}`);
     const tags = boosts.concat(mon.effects);
     return el("div", `mr-mon${active ? " mr-active" : ""}${fainted ? " mr-fainted" : ""}`,
       el("div", "mr-name", mon.name, mon.species !== mon.name ? el("small", "", ` (${mon.species})`) : null, status),
@@ -266,7 +276,7 @@ markup. */
     const extra = recorded ? JSON.parse(recorded.textContent) : {};
     const decisions = extra.decisions || [];
     const battle = new Battle(extra.side || "");
-    if (battle.sides[battle.agent]) for (const name of extra.team || []) battle.mon(`${battle.agent}: ${name}`);
+    if (battle.side(battle.agent)) for (const name of extra.team || []) battle.mon(`${battle.agent}: ${name}`);
     // each choice goes where it was made: before the first line the agent had not yet read
     let next = 0;
     const chooseUpTo = (i) => {
@@ -277,7 +287,7 @@ markup. */
     lines.forEach((line, i) => { chooseUpTo(i); battle.line(line); });
     chooseUpTo(Infinity);
     battle.snapshot();
-    const agent = battle.sides[battle.agent];
+    const agent = battle.side(battle.agent);
     root.append(
       el("div", "mr-result", battle.result || "Unfinished battle",
         agent ? el("small", "", ` — the agent played ${agent.name} (${agent.id})`) : null),

@@ -273,10 +273,12 @@ class PolicyOpponent(Player):
         self, battle: AbstractBattle, legal: dict[int, BattleOrder], probs: np.ndarray, pick: int
     ) -> int:
         """The policy's pick re-decided by the searcher (docs/search.md)."""
-        from mapleenv.search import Decision, decision_view
+        from mapleenv.search import Decision, readable_view
 
-        decision = Decision(decision_view(battle, legal), probs, pick)
-        return int(self.searcher.choose([decision])[0])
+        view = readable_view(battle, legal)  # None: unreadable, the policy's pick (warned)
+        if view is None:
+            return pick
+        return int(self.searcher.choose([Decision(view, probs, pick)])[0])
 
     def teampreview(self, battle: AbstractBattle) -> str:
         """As the agent does: its team in the given order (not a policy decision)."""

@@ -5,7 +5,7 @@ one-turn simultaneous-move game per world, its scores combined with the policy's
 from mapleenv.search.decide import Decision, SearchConfig, Searcher, SearchStats, host_view
 from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 from mapleenv.search.opponent_model import PolicyOpponentModel, make_opponent_model
-from mapleenv.search.view import battle_view, decision_view
+from mapleenv.search.view import battle_view, decision_view, readable_view
 
 __all__ = [
     "Decision",
@@ -18,6 +18,7 @@ __all__ = [
     "Searcher",
     "battle_view",
     "decision_view",
+    "readable_view",
     "host_view",
     "make_opponent_model",
 ]

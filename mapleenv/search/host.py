@@ -13,12 +13,13 @@ import os
 import select
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from mapleenv.showdown import find_node, find_showdown
 from mapleenv.showdown.process import close_pipe_child, kill_now, spawn
-from mapleenv.showdown.snapshot import node_command
+from mapleenv.showdown.snapshot import host_died, node_command
 
 SEARCH_SCRIPT = Path(__file__).resolve().parents[1] / "js" / "search_host.js"
 
@@ -39,9 +40,11 @@ class SearchHost:
         self.timeout = timeout
         showdown = Path(showdown_dir) if showdown_dir is not None else find_showdown()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
+        self._cmd = node_command(find_node(), SEARCH_SCRIPT, showdown)
+        self._started = time.monotonic()
         try:
             self._proc = spawn(
-                node_command(find_node(), SEARCH_SCRIPT, showdown),
+                self._cmd,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
@@ -108,8 +111,10 @@ class SearchHost:
         self._stderr.seek(0)
         tail = self._stderr.read()[-300:].decode(errors="replace").strip().splitlines()
         last = tail[-1] if tail else ""
+        code = self._proc.returncode
+        hint = host_died(self._cmd, time.monotonic() - self._started, code)
         return SearchHostError(
-            f"search host (pid {self._proc.pid}) died with code {self._proc.returncode}"
+            f"search host (pid {self._proc.pid}) died with code {code}{hint}"
             + (f": {last}" if last else "")
         )
 

@@ -11,6 +11,7 @@ keep (:mod:`mapleenv.search.log_facts`). ``mapleenv/js/search/state.js`` reads i
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -22,12 +23,31 @@ from poke_env.player.battle_order import BattleOrder
 from mapleenv.actions import by_slot
 from mapleenv.search.log_facts import log_facts, log_faints
 
+logger = logging.getLogger(__name__)
+
 # Side conditions counted in layers by poke-env; the others hold the turn they started.
 _LAYERED = {"spikes", "toxicspikes"}
+# Longer than any id or name Showdown has (its nicknames have at most 18 characters): a
+# server's longer text is cut before the search host reads it (a 1 MB item name made one
+# search take 37 s)
+MAX_ID = 40
+_warned = False
 
 
 def _id(text: Any) -> str:
-    return re.sub(r"[^a-z0-9]+", "", str(text or "").lower())
+    return re.sub(r"[^a-z0-9]+", "", str(text or "")[: 4 * MAX_ID].lower())[:MAX_ID]
+
+
+def _name(text: Any) -> str:
+    return str(text or "")[:MAX_ID]
+
+
+def _count(text: str, what: str) -> int:
+    """A count the server wrote (HP): ASCII digits, at most 9 of them, else a
+    ``ValueError`` (``"1x"``, ``"²"``, ``"1e999"``): the view cannot be built."""
+    if not (text.isascii() and text.isdecimal() and len(text) <= 9):
+        raise ValueError(f"{what} {text[:40]!r} is not a number")
+    return int(text)
 
 
 def _enum_id(value: Any) -> str:
@@ -48,11 +68,11 @@ def _details(details: str) -> tuple[str, int, str]:
     parts = [p.strip() for p in details.split(",")]
     level, gender = 100, ""
     for part in parts[1:]:
-        if re.fullmatch(r"L\d+", part):
+        if re.fullmatch(r"L[0-9]{1,3}", part):
             level = int(part[1:])
         elif part in ("M", "F"):
             gender = part
-    return parts[0], level, gender
+    return _name(parts[0]), level, gender
 
 
 def _active_extras(mon: Pokemon | None, request: dict[str, Any]) -> dict[str, Any]:
@@ -101,12 +121,12 @@ def _own_side(battle: AbstractBattle, request: dict[str, Any]) -> dict[str, Any]
         status, counter = _status(mon) if mon is not None else (status_text, 0)
         pokemon.append(
             {
-                "name": entry.get("ident", "").partition(": ")[2],
+                "name": _name(entry.get("ident", "").partition(": ")[2]),
                 "species": species,
                 "level": level,
                 "gender": gender,
-                "hp": int(hp or 0),
-                "maxhp": int(maxhp or hp or 1),
+                "hp": _count(hp or "0", "HP"),
+                "maxhp": _count(maxhp or hp or "1", "max HP"),
                 "fainted": status_text == "fnt" or hp == "0",
                 "status": "" if status_text == "fnt" else status,
                 "status_turns": counter,
@@ -137,7 +157,7 @@ def _foe_mon(mon: Pokemon, unknown_item: str, facts: dict[str, Any]) -> dict[str
     status, counter = _status(mon)
     item = mon.item
     return {
-        "species": mon.species,
+        "species": _name(mon.species),
         "level": mon.level,
         "gender": {"MALE": "M", "FEMALE": "F"}.get(_enum_id(mon.gender).upper(), ""),
         "hp_fraction": mon.current_hp_fraction,
@@ -145,7 +165,7 @@ def _foe_mon(mon: Pokemon, unknown_item: str, facts: dict[str, Any]) -> dict[str
         "status": status,
         "status_turns": counter,
         "moves": [
-            {"id": move.id, "used": max(0, move.max_pp - move.current_pp)}
+            {"id": _id(move.id), "used": max(0, move.max_pp - move.current_pp)}
             for move in mon.moves.values()
         ],
         "item": None if item == unknown_item else _id(item),
@@ -210,3 +230,25 @@ def decision_view(battle: AbstractBattle, legal: dict[int, BattleOrder]) -> dict
     # for the policy opponent model (mapleenv.search.opponent_model): the log to replay
     view.update(log=battle._replay_data, role=battle.player_role, gen=battle.gen)
     return view
+
+
+def readable_view(battle: AbstractBattle, legal: dict[int, BattleOrder]) -> dict[str, Any] | None:
+    """:func:`decision_view`, or ``None`` when the battle holds what the view cannot read
+    (a server's text: an HP of ``"1x/277"``): that decision is the policy's own. Warned
+    once per process, later ones at debug."""
+    global _warned
+    try:
+        return decision_view(battle, legal)
+    except Exception as exc:  # whatever the text broke: never the battle itself
+        level = logging.DEBUG if _warned else logging.WARNING
+        _warned = True
+        logger.log(
+            level,
+            "search: cannot read %.100s at turn %s (%s: %.200s); the policy's pick stands%s",
+            battle.battle_tag,
+            battle.turn,
+            type(exc).__name__,
+            str(exc).replace("\n", " "),
+            "" if level == logging.DEBUG else " (later ones at debug)",
+        )
+        return None

@@ -1,7 +1,12 @@
 """Real ``pokemon-showdown`` processes: finding the npm package, server configs, the child
 process supervisor, and managed servers (:class:`ShowdownServer`, :class:`ServerPool`)."""
 
-from mapleenv.showdown.config import DEFAULT_CONFIG, prepare_server_dir, render_config
+from mapleenv.showdown.config import (
+    DEFAULT_CONFIG,
+    SERVER_LINKS,
+    prepare_server_dir,
+    render_config,
+)
 from mapleenv.showdown.formats import check_format, game_type, is_doubles_format
 from mapleenv.showdown.package import (
     HOST,
@@ -42,6 +47,7 @@ __all__ = [
     "is_team_text",
     "port_is_open",
     "prepare_server_dir",
+    "SERVER_LINKS",
     "read_teams",
     "render_config",
     "team_files",

@@ -12,9 +12,11 @@ the package root) is the server directory.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+from mapleenv.files import write_atomic
 from mapleenv.showdown.package import HOST, find_showdown
 
 # Package entries linked into every server directory (read-only parts of the package).
@@ -27,6 +29,8 @@ LINKED_ENTRIES = (
     "package.json",
     "pokemon-showdown",
 )
+# every link Maple makes in a server directory (a run folder may keep them after a crash)
+SERVER_LINKS = (*LINKED_ENTRIES, "node_modules")
 
 # Config overrides on top of the package's config-example.js. Everything that
 # throttles, punishes, locks down, logs or phones home is switched off.
@@ -124,17 +128,27 @@ def prepare_server_dir(
     package = package or find_showdown()
     directory.mkdir(parents=True, exist_ok=True)
     for name in LINKED_ENTRIES:
-        target = package / name
-        link = directory / name
-        if target.exists() and not link.is_symlink():
-            link.symlink_to(target)
+        _link(directory / name, package / name)
     # Dependencies (sockjs, ...) are hoisted next to the package by npm.
     modules = package / "node_modules"
     if not modules.is_dir() and package.parent.name == "node_modules":
         modules = package.parent
-    if modules.is_dir() and not (directory / "node_modules").is_symlink():
-        (directory / "node_modules").symlink_to(modules)
+    if modules.is_dir():
+        _link(directory / "node_modules", modules)
     (directory / "config" / "chat-plugins").mkdir(parents=True, exist_ok=True)
     (directory / "logs" / "repl").mkdir(parents=True, exist_ok=True)
-    (directory / "config" / "config.js").write_text(render_config(port, overrides, package))
+    # a new file (never through a link a run folder someone sent may hold there)
+    write_atomic(directory / "config" / "config.js", render_config(port, overrides, package))
     return directory
+
+
+def _link(link: Path, target: Path) -> None:
+    """``link`` -> ``target``: a link already there (a crashed run's, or one a folder you
+    were sent holds) is pointed at the package again; a missing target makes none."""
+    if not target.exists():
+        return
+    if link.is_symlink():
+        if os.readlink(link) == str(target):
+            return
+        link.unlink()
+    link.symlink_to(target)

@@ -3,9 +3,11 @@
 A fresh Node process spends ~1 s of CPU compiling and executing the simulator's modules and
 data before its first battle; started from the snapshot, its heap already holds them. The
 blob lives beside the npm package (``node_modules/.cache/maple/``) with a stamp naming the
-Node binary, ``NODE_OPTIONS`` and the scripts it was built from; :func:`node_args` gives the
-flag that starts a host from it only while that stamp holds, so a new Node, other V8 flags,
-a reinstalled package or a changed entry fall back to a plain start until it is rebuilt.
+Node binary, ``NODE_OPTIONS``, the scripts it was built from and the blob's own size and
+SHA-256; :func:`node_args` gives the flag that starts a host from it only while that stamp
+holds, so a new Node, other V8 flags, a reinstalled package, a changed entry or a damaged
+blob fall back to a plain start until it is rebuilt. A host that dies at once from it
+anyway makes the process start the next ones without it (:func:`host_died`, one warning).
 
     maple-setup-sim --snapshot   # build it if missing or stale (`make setup` runs this)
     maple-setup-sim --check      # where the simulator is, and whether hosts start from it
@@ -17,8 +19,10 @@ print exactly what they print without it. ``MAPLE_SIM_SNAPSHOT=0`` turns it off.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
+import logging
 import os
 import re
 import select
@@ -37,7 +41,13 @@ SWITCH = "MAPLE_SIM_SNAPSHOT"
 BLOB_NAME = "sim-snapshot.blob"
 STAMP_NAME = "sim-snapshot.json"
 BUILD_TIMEOUT_S = 300.0
+DIED_AT_ONCE_S = 10.0  # a host from the snapshot that dies this soon: the blob is not used again
+# how a Node process crashes (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGSEGV; 128 + those): V8 on a
+# blob it cannot read
+CRASHES = frozenset({-4, -5, -6, -7, -11, 132, 133, 134, 135, 139})
 _TIMESTAMP = re.compile(rb"^\|t:\|\d+$", re.MULTILINE)
+logger = logging.getLogger(__name__)
+_distrusted: list[str] = []  # blobs a host died at once from (this process no longer uses them)
 
 
 class SnapshotError(ShowdownError):
@@ -67,6 +77,48 @@ def stamp(showdown_dir: Path, node: str) -> dict:
     }
 
 
+@functools.cache
+def _blob_digest(path: str, size: int, mtime_ns: int, inode: int) -> str:
+    """The SHA-256 of a blob, read once per version of the file in a process."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def blob_stamp(blob: Path) -> list:
+    """``[size, sha256]`` of the blob: a damaged or truncated blob no longer matches."""
+    info = blob.stat()
+    return [info.st_size, _blob_digest(str(blob), info.st_size, info.st_mtime_ns, info.st_ino)]
+
+
+def write_stamp(folder: Path, showdown_dir: Path, node: str) -> None:
+    """Record the stamp of the blob in ``folder`` (atomically: a temp file, a rename)."""
+    text = json.dumps({**stamp(showdown_dir, node), "blob": blob_stamp(folder / BLOB_NAME)})
+    (folder / f".{STAMP_NAME}.tmp").write_text(text)
+    os.replace(folder / f".{STAMP_NAME}.tmp", folder / STAMP_NAME)
+
+
+def host_died(command: list[str], seconds: float, code: int | None) -> str:
+    """Called when a Node program of :func:`node_command` died ``seconds`` after its start:
+    one that ran from the snapshot and crashed (:data:`CRASHES`) at once makes this
+    process start the next ones without it (said once, as a warning); the hint for its
+    error line, or ``""``."""
+    if "--snapshot-blob" not in command or seconds > DIED_AT_ONCE_S or code not in CRASHES:
+        return ""  # killed or stopped by someone (SIGKILL, SIGTERM): not the blob
+    blob = command[command.index("--snapshot-blob") + 1]
+    if blob not in _distrusted:
+        _distrusted.append(blob)
+        logger.warning(
+            "a simulator host died at once (code %s) started from Maple's startup snapshot "
+            "%s; hosts start without it from here (rebuild it: maple-setup-sim --snapshot)",
+            code,
+            blob,
+        )
+    return f" (it started from the startup snapshot {blob}: hosts now start without it)"
+
+
 def switched_off() -> bool:
     return os.environ.get(SWITCH, "1").strip().lower() in ("0", "false", "no", "off")
 
@@ -78,12 +130,14 @@ def node_args(showdown_dir: Path, node: str, cache: Path | None = None) -> list[
         return []
     folder = cache or cache_dir(showdown_dir)
     blob = folder / BLOB_NAME
+    if str(blob) in _distrusted:
+        return []
     try:
         recorded = json.loads((folder / STAMP_NAME).read_text())
-        current = stamp(showdown_dir, node)
+        current = {**stamp(showdown_dir, node), "blob": blob_stamp(blob)}
     except (OSError, ValueError):
         return []
-    if recorded != current or not blob.is_file():
+    if recorded != current:
         return []
     return ["--snapshot-blob", str(blob)]
 
@@ -186,9 +240,7 @@ def build(
             )
         tmp.chmod(0o644)
         os.replace(tmp, folder / BLOB_NAME)
-        text = json.dumps(stamp(showdown_dir, node))
-        (folder / f".{STAMP_NAME}.tmp").write_text(text)
-        os.replace(folder / f".{STAMP_NAME}.tmp", folder / STAMP_NAME)
+        write_stamp(folder, showdown_dir, node)
     except (OSError, subprocess.SubprocessError) as exc:
         raise SnapshotError(f"building the simulator snapshot failed: {exc}") from exc
     finally:

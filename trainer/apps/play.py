@@ -68,6 +68,10 @@ def validate(cfg: PlayConfig) -> None:
             raise PlayError(f"server: {exc}") from None
     if cfg.port is not None and not 1 <= cfg.port <= 65535:
         raise PlayError(f"port must be in 1..65535, got {cfg.port}")
+    if cfg.max_turns is not None and cfg.max_turns < 1:
+        raise PlayError(f"max_turns must be >= 1 or null, got {cfg.max_turns}")
+    if not cfg.battle_minutes > 0:
+        raise PlayError(f"battle_minutes must be > 0, got {cfg.battle_minutes}")
 
 
 class _Stop(BaseException):
@@ -254,6 +258,7 @@ def _wait_for(mode_future: Future[Any], player: Any, watch: RefusalWatch, url: s
             mode_future.result(timeout=1.0)
             return
         except TimeoutError:
+            player.overdue()  # battles past battle_minutes: forfeited
             if watch.fatal is not None:
                 raise PlayError(f"{url}: {watch.fatal}") from None
             if watch.refusal is not None:

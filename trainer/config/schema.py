@@ -287,7 +287,7 @@ class TrainConfig:
 _PlayEnv = spec_schema(
     "_PlayEnv",
     ("seed", "plugins"),
-    from_checkpoint=("battle_format", "team", "mask_futile"),
+    from_checkpoint=("battle_format", "team", "mask_futile", "max_turns"),
     module=__name__,
 )
 
@@ -311,6 +311,9 @@ class PlayConfig(_PlayEnv):
     sample: bool = True  # False: greedy (argmax over legal actions)
     port: int | None = None  # server=local: fixed port (default a free one)
     max_concurrent_battles: int = 1
+    # a battle still going after this many minutes is forfeited (one line); max_turns (the
+    # checkpoint's, else Showdown's own 1000) bounds its turns the same way
+    battle_minutes: float = 60.0
     output: str | None = None  # JSON path; default <hydra run dir>/play.json
     search: SearchSettings = field(default_factory=SearchSettings)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from mapleenv.files import open_append
 from trainer.config import PeriodicEvalConfig, periodic_eval_problems
 from trainer.evaluation.battles import evaluate_policy
 from trainer.evaluation.output import results_json
@@ -87,7 +88,7 @@ class PeriodicEvaluator:
             global_step=global_step,
             seconds=round(time.perf_counter() - t0, 1),
         )
-        with (self.run_dir / "eval.jsonl").open("a") as f:
+        with open_append(self.run_dir / "eval.jsonl") as f:
             f.write(json.dumps(document) + "\n")
         log.info(
             "eval at step %d: %s",

@@ -63,6 +63,12 @@ class _Action:
     missed: bool = False
 
 
+def _turn(text: str) -> int:
+    """A turn number from the server (untrusted): ASCII digits, at most 9, else 0
+    (``"²"`` is a digit to ``str.isdigit``; a 5,000-digit number would not convert)."""
+    return int(text) if text.isascii() and text.isdecimal() and len(text) <= 9 else 0
+
+
 def _side(ident: str) -> str:
     return ident[:2]
 
@@ -115,7 +121,7 @@ class _Counter:
         if kind == "gametype":
             self.doubles = args[:1] == ["doubles"]
         elif kind == "turn":
-            self.turns = max(self.turns, int(args[0]) if args and args[0].isdigit() else 0)
+            self.turns = max(self.turns, _turn(args[0]) if args else 0)
             self.fresh, self.hit = {}, set()
         elif kind == "switch" and args and _side(args[0]) in self.sides:
             self.sides[_side(args[0])].switches += 1

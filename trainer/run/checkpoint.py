@@ -13,6 +13,7 @@ import pickle
 import platform
 import random
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from importlib import metadata
@@ -140,9 +141,18 @@ def _write_cause(exc: BaseException, path: Path) -> str:
 
 
 def remove_stale_temporaries(directory: Path) -> list[Path]:
-    """Delete temp files that a killed writer left in a checkpoint dir (call it before a
-    run writes there: a live writer's own temp file would go too)."""
-    stale = sorted(Path(directory).glob(f".*{TEMP_SUFFIX}")) if Path(directory).is_dir() else []
+    """Delete the temp files that a killed checkpoint writer left in a checkpoint dir
+    (call it before a run writes there: a live writer's own temp file would go too). Only
+    what :func:`save_checkpoint` names its temp files (``.<name>.pt.<random>.tmp``), only
+    regular files, only in a real folder: a folder you were sent loses nothing else."""
+    directory = Path(directory)
+    if directory.is_symlink() or not directory.is_dir():
+        return []
+    stale = sorted(
+        path
+        for path in directory.glob(f".*.pt.*{TEMP_SUFFIX}")
+        if stat.S_ISREG(path.lstat().st_mode)
+    )
     for path in stale:
         path.unlink(missing_ok=True)
     if stale:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import logging
 import math
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from mapleenv.files import open_append, open_read
+
 log = logging.getLogger(__name__)
+
+MAX_METRICS_BYTES = 256 << 20  # a metrics.csv to resume: ~500k iterations of ~500 bytes
+MAX_COLUMNS = 1000  # columns of its header (Maple writes ~40)
 
 COLUMNS = (
     "iteration",
@@ -70,7 +77,7 @@ class MetricsLogger:
         new_file = not self.path.exists() or self.path.stat().st_size == 0
         if not new_file:
             self._rewrite_existing(through_iteration)
-        self._file = self.path.open("a", newline="")
+        self._file = open_append(self.path, newline="")
         self._csv = csv.DictWriter(self._file, fieldnames=self.columns, extrasaction="ignore")
         if new_file:
             self._csv.writeheader()
@@ -84,31 +91,34 @@ class MetricsLogger:
     def _rewrite_existing(self, through_iteration: int | None) -> None:
         """A resumed run may log other columns (a new opponent, evaluation on or off): keep
         the file's columns in their order and add the new ones, so that every row stays
-        under its header; drop rows past ``through_iteration``. Rewritten atomically, and
-        only if that changed anything."""
-        with self.path.open(newline="") as f:
-            reader = csv.DictReader(f)
-            old = tuple(reader.fieldnames or ())
-            rows = list(reader)
+        under its header; drop rows past ``through_iteration``. Read row by row (a pass to
+        count, a pass to copy: memory of one row), rewritten atomically, and only if that
+        changed anything; a file that is not a metrics file is a ``ValueError``
+        (:func:`check_metrics`, which the preflight runs first)."""
+        old, dropped = check_metrics(self.path, through_iteration)
         self.columns = (*old, *(c for c in self.columns if c not in old))
-        kept = rows
-        if through_iteration is not None:
-            kept = [r for r in rows if not _after(r.get("iteration"), through_iteration)]
-            if len(kept) < len(rows):
-                log.warning(
-                    "metrics.csv: dropped %d row(s) past iteration %d (not in the checkpoint)",
-                    len(rows) - len(kept),
-                    through_iteration,
-                )
-        if self.columns == old and len(kept) == len(rows):
+        if dropped:
+            log.warning(
+                "metrics.csv: dropped %d row(s) past iteration %d (not in the checkpoint)",
+                dropped,
+                through_iteration,
+            )
+        if self.columns == old and not dropped:
             return
-        rows = kept
-        tmp = self.path.with_suffix(".csv.tmp")
-        with tmp.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=self.columns)
-            writer.writeheader()
-            writer.writerows(rows)
-        tmp.replace(self.path)
+        fd, name = tempfile.mkstemp(prefix=".metrics.csv.", suffix=".tmp", dir=self.path.parent)
+        tmp = Path(name)
+        try:
+            with open_read(self.path, newline="") as source, os.fdopen(fd, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore")
+                writer.writeheader()
+                for row in csv.DictReader(source):
+                    if through_iteration is None or not _after(
+                        row.get("iteration"), through_iteration
+                    ):
+                        writer.writerow(row)
+            tmp.replace(self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def write(self, row: dict[str, Any]) -> None:
         self._csv.writerow({k: ("" if _is_nan(row.get(k)) else row.get(k)) for k in self.columns})
@@ -126,10 +136,47 @@ class MetricsLogger:
             self._tb.close()
 
 
+def check_metrics(
+    path: str | Path, through_iteration: int | None = None
+) -> tuple[tuple[str, ...], int]:
+    """(the header's columns, how many rows are past ``through_iteration``) of a
+    ``metrics.csv`` to resume, read row by row; a file over :data:`MAX_METRICS_BYTES`, a
+    link or special file, a header of more than :data:`MAX_COLUMNS` columns, a field
+    over the csv module's limit or bytes that are not UTF-8 is one ``ValueError`` line."""
+    path = Path(path)
+    try:
+        with open_read(path, newline="") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_METRICS_BYTES:
+                raise ValueError(
+                    f"{path} is {size / (1 << 20):.1f} MiB; a metrics.csv to resume may "
+                    f"have at most {MAX_METRICS_BYTES >> 20} MiB (move it away to start "
+                    "a new one)"
+                )
+            reader = csv.reader(f)
+            header = tuple(next(reader, ()))
+            if len(header) > MAX_COLUMNS or "iteration" not in header:
+                raise ValueError(
+                    f"{path} is not a metrics file: its header has {len(header)} "
+                    f"column(s){'' if 'iteration' in header else ', no iteration column'}"
+                )
+            at = header.index("iteration")
+            dropped = 0
+            for row in reader:
+                if through_iteration is not None and len(row) > at:
+                    dropped += _after(row[at], through_iteration)
+    except (csv.Error, UnicodeDecodeError, OSError) as exc:
+        where = f" (line {reader.line_num})" if "reader" in locals() else ""
+        raise ValueError(
+            f"cannot resume with {path}{where}: {exc}; move it away to start a new one"
+        ) from None
+    return header, dropped
+
+
 def _after(iteration: str | None, last: int) -> bool:
     try:
-        return int(float(iteration or "")) > last
-    except ValueError:
+        return int(float((iteration or "")[:40])) > last
+    except (ValueError, OverflowError):
         return False
 
 

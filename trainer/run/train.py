@@ -15,6 +15,7 @@ import torch
 from gymnasium.vector import VectorEnv
 from omegaconf import DictConfig, OmegaConf
 
+from mapleenv.files import write_atomic
 from mapleenv.policies import build_policy, check_network, policy_spec, to_plain
 from trainer.algos import make_learner
 from trainer.algos.buffer import RolloutBuffer
@@ -46,6 +47,7 @@ from trainer.run.checkpoint import (
     state_must_fit,
 )
 from trainer.run.device import resolve_device
+from trainer.run.folder import check_run_folder
 from trainer.run.metrics import ConsoleProgress, MetricsLogger, summary_line
 from trainer.run.rollout import EpisodeStats, RolloutCollector
 from trainer.run.selfplay import SelfPlay
@@ -419,6 +421,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
         resume_from = resolve_checkpoint(typed.resume)
         run_dir = run_dir_of(resume_from)
         log.info("resume: continuing run dir %s", run_dir)
+    check_run_folder(run_dir)  # the preflight's check, for callers of this function too
     run_dir.mkdir(parents=True, exist_ok=True)
     log.info("run dir: %s", run_dir)
     remove_stale_temporaries(run_dir / CHECKPOINT_DIR)
@@ -426,7 +429,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
     trainer = Trainer(typed, run_dir, raw, resume_from=resume_from)
     try:
         # only now: a resume whose checkpoint this config cannot load must not overwrite it
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        write_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         return trainer.run()
     finally:
         trainer.close()

@@ -16,6 +16,7 @@ import select
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from mapleenv.showdown.package import (
@@ -26,7 +27,7 @@ from mapleenv.showdown.package import (
     find_showdown,
 )
 from mapleenv.showdown.process import close_pipe_child, kill_now, spawn
-from mapleenv.showdown.snapshot import node_command, refused_hint
+from mapleenv.showdown.snapshot import host_died, node_command, refused_hint
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +137,7 @@ class SimHost(_Channel):
         node = node or find_node()
         listen_args = ["--listen", self.listen] if self.listen is not None else []
         cmd = node_command(node, HOST_SCRIPT, self.showdown_dir, *listen_args)
+        self._cmd, self._started = cmd, time.monotonic()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the child)
         try:
             self._proc = spawn(
@@ -170,9 +172,11 @@ class SimHost(_Channel):
             self._proc.wait(timeout=1)
         self._stderr.seek(0)
         tail = self._stderr.read()[-2000:].decode(errors="replace")
+        code = self._proc.returncode
+        snapshot = host_died(self._cmd, time.monotonic() - self._started, code)
         return SimHostError(
-            f"simulator host (pid {self._proc.pid}) died with code {self._proc.returncode}"
-            f"{refused_hint(tail)}; stderr tail:\n{tail}"
+            f"simulator host (pid {self._proc.pid}) died with code {code}"
+            f"{refused_hint(tail) or snapshot}; stderr tail:\n{tail}"
         )
 
     def kill(self) -> None:

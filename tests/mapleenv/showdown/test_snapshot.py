@@ -5,7 +5,6 @@ blob Node refuses is named in the host's error."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -31,7 +30,7 @@ def fake_install(tmp_path: Path) -> tuple[Path, str, Path]:
 def _record(package: Path, node: str, cache: Path) -> None:
     cache.mkdir(exist_ok=True)
     (cache / snapshot.BLOB_NAME).write_bytes(b"blob")
-    (cache / snapshot.STAMP_NAME).write_text(json.dumps(snapshot.stamp(package, node)))
+    snapshot.write_stamp(cache, package, node)
 
 
 def test_a_blob_is_used_while_its_stamp_matches(fake_install, monkeypatch) -> None:
@@ -52,7 +51,9 @@ def test_the_default_cache_is_beside_the_package(fake_install) -> None:
     assert snapshot.cache_dir(package) == package.parent / ".cache" / "maple"
 
 
-@pytest.mark.parametrize("change", ["node", "node_options", "package", "blob", "stamp"])
+@pytest.mark.parametrize(
+    "change", ["node", "node_options", "package", "blob", "stamp", "damaged", "truncated"]
+)
 def test_a_stale_blob_is_not_used(fake_install, monkeypatch, change: str) -> None:
     package, node, cache = fake_install
     monkeypatch.delenv(snapshot.SWITCH, raising=False)
@@ -67,6 +68,10 @@ def test_a_stale_blob_is_not_used(fake_install, monkeypatch, change: str) -> Non
         os.utime(package / "package.json", ns=(later, later))
     elif change == "blob":
         (cache / snapshot.BLOB_NAME).unlink()
+    elif change == "damaged":  # the same size, other bytes (the stamp holds its hash)
+        (cache / snapshot.BLOB_NAME).write_bytes(b"blub")
+    elif change == "truncated":
+        (cache / snapshot.BLOB_NAME).write_bytes(b"bl")
     else:
         (cache / snapshot.STAMP_NAME).write_text("{")
     assert snapshot.node_args(package, node, cache) == []
@@ -121,3 +126,32 @@ def test_hosts_start_from_a_built_snapshot_and_draw_their_own_teams(
     monkeypatch.setattr(snapshot, "node_args", lambda *_: ["--snapshot-blob", str(blob)])
     with SimHost() as refused, pytest.raises(SimHostError, match=f"{snapshot.SWITCH}=0"):
         refused.send("1", ['>start {"formatid":"gen9randombattle"}'])
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(240)
+def test_a_host_that_dies_at_once_from_a_snapshot_restarts_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A damaged blob whose stamp still matches (recorded after the damage): the host
+    dies at once (V8 aborts or crashes); its error says so, one warning, and the next
+    host of the process starts without the snapshot and plays."""
+    monkeypatch.delenv(snapshot.SWITCH, raising=False)
+    monkeypatch.delenv("NODE_OPTIONS", raising=False)
+    monkeypatch.setattr(snapshot, "cache_dir", lambda _: tmp_path)
+    monkeypatch.setattr(snapshot, "_distrusted", [])
+    built = snapshot.cache_dir(find_showdown()) / snapshot.BLOB_NAME
+    real = find_showdown().parent / ".cache" / "maple" / snapshot.BLOB_NAME
+    if not real.is_file():
+        pytest.skip("no snapshot built here (make setup builds one)")
+    (tmp_path / snapshot.BLOB_NAME).write_bytes(real.read_bytes()[: real.stat().st_size // 2])
+    snapshot.write_stamp(tmp_path, find_showdown(), find_node())
+    assert snapshot.node_args(find_showdown(), find_node()) == ["--snapshot-blob", str(built)]
+    with SimHost() as broken, pytest.raises(SimHostError, match="started from the startup"):
+        broken.send("1", ['>start {"formatid":"gen9randombattle"}'])
+        _first_switch(broken, "1")
+    assert sum("died at once" in r.getMessage() for r in caplog.records) == 1
+    assert snapshot.node_args(find_showdown(), find_node()) == []
+    with SimHost() as host:
+        assert "--snapshot-blob" not in psutil.Process(host.pid).cmdline()
+        assert _first_switch(host, "1")
