@@ -25,7 +25,8 @@ with :func:`mapleenv.opponents.register_opponent`):
 * ``policy:<checkpoint>`` -- the checkpoint's policy, sampling its actions;
 * ``policy_greedy:<checkpoint>`` -- the same, playing the argmax;
 * ``policy_search:<checkpoint>`` -- the same, its picks re-decided by decision-time search
-  with the default settings (1 s a decision; :mod:`mapleenv.search`, docs/search.md);
+  with the default settings (1 s a decision; :mod:`mapleenv.search`, docs/search.md), or
+  those its name sets: ``policy_search:<checkpoint>?engine=poke-engine&time_ms=100``;
 * ``self`` -- self-play: a pool of snapshots pushed by the trainer through
   ``envs.call("call_opponent", "sync_pool", ...)`` (:meth:`PolicyOpponent.sync_pool`);
   one snapshot is drawn per battle (uniformly, or by the weights the trainer pushes; seeded)
@@ -374,6 +375,11 @@ def _policy_factory(sample: bool, search: bool = False) -> Callable[..., PolicyO
     ) -> PolicyOpponent:
         if not argument:
             raise ValueError("policy opponents need a checkpoint: 'policy:<path>'")
+        options: dict[str, Any] = {}
+        if search:  # policy_search:<path>?engine=poke-engine&time_ms=100 (search.* fields)
+            from mapleenv.search import split_search_options
+
+            argument, options = split_search_options(argument)
         _set_worker_threads()
         from mapleenv.policies import read_snapshot
 
@@ -385,7 +391,7 @@ def _policy_factory(sample: bool, search: bool = False) -> Callable[..., PolicyO
         if search:
             from mapleenv.search import SearchConfig, Searcher
 
-            searcher = Searcher(SearchConfig(seed=(seed or 0) % 2**32))
+            searcher = Searcher(SearchConfig(**{"seed": (seed or 0) % 2**32, **options}))
         return PolicyOpponent(
             [policy],
             sample=sample,

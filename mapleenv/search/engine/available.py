@@ -9,8 +9,9 @@ from types import ModuleType
 INSTALL_STEP = "EXTRAS=engine make setup (or: pip install -e '.[engine]')"
 
 
-class EngineMissing(RuntimeError):
-    """search.engine=poke-engine was asked for but poke_engine cannot be imported."""
+class EngineMissing(ValueError):
+    """search.engine=poke-engine was asked for but poke_engine cannot be imported (a
+    ValueError: the CLIs report it as bad input, one line and exit code 2)."""
 
 
 def require_engine() -> ModuleType:
