@@ -30,6 +30,7 @@ class EngineSearcher:
         self._failure = EngineFailure
         self._choice = engine_choice
         self._search = search_worlds
+        self.last: Any = None  # the last decision's EngineResult (None: not searched)
 
     def search_batch(
         self,
@@ -55,6 +56,7 @@ class EngineSearcher:
         return [self._one(host, d, started, stats) for host, d, started in sent]
 
     def _one(self, host: SearchHost, decision: Any, started: float, stats: Any) -> int | None:
+        self.last = None
         try:
             reply = host.collect()
         except SearchRefused as exc:
@@ -76,6 +78,7 @@ class EngineSearcher:
                 stats.engine_failures, "%s (the policy's pick stands; later ones at debug)", exc
             )
             return None
+        self.last = result
         stats.searched += 1
         stats.iterations += result.iterations
         stats.build_ms += float(reply.get("build_ms", 0.0))

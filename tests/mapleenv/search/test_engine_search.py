@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-pytest.importorskip("poke_engine", reason="poke-engine is not installed (EXTRAS=engine)")
+pe = pytest.importorskip("poke_engine", reason="poke-engine is not installed (EXTRAS=engine)")
 
 from test_search import mid_battle_decisions  # noqa: E402 (the search tests' real decisions)
 
@@ -130,3 +130,36 @@ def test_a_world_the_engine_cannot_take_leaves_the_decision_to_the_policy_and_se
     assert stats.engine_failures == 2 and stats.searched == 2 and stats.fallbacks == 0
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "poke-engine" in warnings[0], warnings
+
+
+@pytest.mark.parametrize("checkpoint", [None, "models/attention_ppo_gen9random.pt"])
+def test_the_public_api_gives_engine_states_and_a_legal_order_for_a_poke_env_battle(
+    checkpoint: str | None,
+) -> None:
+    from mapleenv.opponents.engine_search import EngineSearch
+
+    env = PokemonEnv("gen9randombattle", opponent="random", backend="direct", seed=2)
+    search = EngineSearch(checkpoint, time_ms=30, confident=1.0)
+    searched = 0
+    try:
+        env.reset(seed=2)
+        for _ in range(6):
+            battle = env.battle
+            legal = legal_actions(battle)
+            choice = search.choose(battle)
+            messages = {order.message: a for a, order in legal.items()}
+            assert choice.order.message in messages  # one of the battle's legal orders
+            if choice.searched:
+                searched += 1
+                assert len(choice.states) == 2
+                assert all(isinstance(s, pe.State) for s in choice.states)
+                assert set(choice.shares) <= set(decision_view(battle, legal)["choices"].values())
+                assert (choice.prior is None) == (checkpoint is None)
+            assert len(search.states(battle)) == 2
+            _, _, terminated, truncated, _ = env.step(messages[choice.order.message])
+            if terminated or truncated:
+                break
+    finally:
+        search.close()
+        env.close()
+    assert searched >= 3
