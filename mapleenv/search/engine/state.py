@@ -26,8 +26,11 @@ _LAYERED = {"spikes": "spikes", "toxicspikes": "toxic_spikes", "stealthrock": "s
 _TIMED = {"reflect": "reflect", "lightscreen": "light_screen", "auroraveil": "aurora_veil",
           "tailwind": "tailwind", "safeguard": "safeguard", "mist": "mist",
           "luckychant": "lucky_chant"}  # fmt: skip
-# volatiles with turns the engine counts (VolatileStatusDurations)
-_DURATIONS = ("encore", "slowstart", "taunt", "yawn")
+# Volatiles whose turns the engine counts (VolatileStatusDurations) up from 0 as they pass,
+# ending at the last count (it stops on any other): Showdown's turns left, counted down from
+# the full duration, are the full duration less the engine's count. Slow Start counts down.
+_COUNTED_UP = {"encore": 3, "taunt": 3, "yawn": 2}  # Showdown's full duration
+_LAST_COUNT = {"encore": 2, "taunt": 2, "yawn": 1, "lockedmove": 2}
 # Showdown volatiles that are no engine volatile but are carried otherwise (the request's
 # disabled moves, side conditions, the substitute's HP) or are bookkeeping
 _CARRIED = {"choicelock", "stall", "twoturnmove", "perishsong", "protosynthesis",
@@ -165,6 +168,25 @@ def _allowed(active: Mapping[str, Any], choices: list[str] | None) -> set[str] |
     return ids - {disabled} if disabled in ids else None
 
 
+def _durations(volatiles: Mapping[str, Any]) -> dict[str, int]:
+    """The engine's volatile counters from Showdown's turns left (see ``_COUNTED_UP``)."""
+
+    def left(name: str, key: str = "duration") -> int | None:
+        value = (volatiles.get(name) or {}).get(key)
+        return None if value is None else int(value)
+
+    out = {}
+    for name, full in _COUNTED_UP.items():
+        turns = left(name)
+        out[name] = 0 if turns is None else min(_LAST_COUNT[name], max(0, full - turns))
+    # a rampage's turns left (lockedmove's trueDuration); the engine plays three in all
+    turns = left("lockedmove", "true_duration")
+    out["lockedmove"] = 0 if turns is None else min(_LAST_COUNT["lockedmove"], max(0, 3 - turns))
+    out["slowstart"] = min(6, max(0, left("slowstart") or 0))
+    out["confusion"] = min(5, max(0, left("confusion", "time") or 0))
+    return out
+
+
 def _side(side: Mapping[str, Any], dropped: list[str], choices: list[str] | None = None) -> pe.Side:
     mons = side["pokemon"]
     index = next((i for i, m in enumerate(mons) if m.get("active")), 0)
@@ -184,10 +206,7 @@ def _side(side: Mapping[str, Any], dropped: list[str], choices: list[str] | None
     stall = (volatiles.get("stall") or {}).get("counter")
     if stall:
         conditions["protect"] = max(1, round(math.log(float(stall), 3)))
-    durations = {k: int((volatiles.get(k) or {}).get("duration") or 0) for k in _DURATIONS}
-    durations["confusion"] = int((volatiles.get("confusion") or {}).get("time") or 0)
-    locked = volatiles.get("lockedmove") or {}
-    durations["lockedmove"] = int(locked.get("true_duration") or locked.get("duration") or 0)
+    durations = _durations(volatiles)
     slot = side.get("slot") or {}
     wish = slot.get("wish")
     future = slot.get("futuremove")

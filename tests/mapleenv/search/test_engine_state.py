@@ -97,7 +97,7 @@ def test_boosts_status_counters_volatiles_and_side_conditions_go_over() -> None:
     side = state.side_one
     assert (side.attack_boost, side.speed_boost) == (2, -1)
     assert side.substitute_health == 40 and {"substitute", "taunt"} <= side.volatile_statuses
-    assert side.volatile_status_durations.taunt == 2
+    assert side.volatile_status_durations.taunt == 1  # the engine counts taunt's turns up
     assert (side.side_conditions.spikes, side.side_conditions.reflect) == (2, 3)
     mon = side.pokemon[int(side.active_index)]
     assert (mon.status, mon.sleep_turns, mon.rest_turns) == ("sleep", 2, 0)
@@ -117,3 +117,21 @@ def test_what_the_engine_does_not_know_is_listed_as_dropped() -> None:
     assert {"move:notamove", "item:notanitem", "volatile:notavolatile", "field:gravity"} <= set(
         dropped
     )
+
+
+@pytest.mark.parametrize(("volatile", "left", "count"),
+                         [("yawn", 2, 0), ("yawn", 1, 1), ("taunt", 3, 0), ("taunt", 1, 2),
+                          ("encore", 3, 0), ("encore", 1, 2)])  # fmt: skip
+def test_counted_volatiles_go_over_as_the_engine_counts_them_and_it_searches(
+    volatile: str, left: int, count: int
+) -> None:
+    """Showdown counts a volatile's turns left down; poke-engine counts them up and stops
+    (a Rust panic) on a count it does not expect: Yawn at 2 did, in a real evaluation."""
+    world = copy.deepcopy(next(w for w in _worlds() if not w["me"]["force_switch"]))
+    for side in ("me", "foe"):
+        active = next(m for m in world[side]["pokemon"] if m["active"])
+        active["volatiles"][volatile] = {"duration": left, "move": active["moves"][0]["id"]}
+    state = to_state(world).state
+    assert getattr(state.side_two.volatile_status_durations, volatile) == count
+    result = pe.monte_carlo_tree_search(state, 0, 2000, 1)
+    assert result.total_visits >= 2000
