@@ -111,4 +111,5 @@ def _explain(decision: Any, result: Any, best: int | None) -> str:
         f"{view.get('battle_tag')} turn {view.get('turn')}: "
         + "; ".join(parts)
         + f" -> {decision.choices.get(best)} ({result.iterations} iterations)"
+        + (f"; dropped {','.join(sorted(set(result.dropped)))}" if result.dropped else "")
     )
