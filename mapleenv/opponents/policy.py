@@ -307,6 +307,9 @@ def check_policy_files(opponent: str | Mapping[str, Any], battle_format: str | N
         if prefix in POLICY_PREFIXES and argument:
             from mapleenv.policies import read_snapshot  # torch: only with a policy member
 
+            if prefix == "policy_search":
+                argument = _checked_search_options(argument)
+
             snapshot = read_snapshot(argument)
             if battle_format is not None:
                 _check_fits(name, snapshot, battle_format)
@@ -315,6 +318,18 @@ def check_policy_files(opponent: str | Mapping[str, Any], battle_format: str | N
                 f"opponent {name!r} plays singles only, not {battle_format!r} (a doubles "
                 "format): use random, max_power, heuristic or policy:<checkpoint>"
             )
+
+
+def _checked_search_options(argument: str) -> str:
+    """The checkpoint of a ``policy_search:`` argument, its search options checked here (a
+    bad one, or an engine not installed, is one line before env workers start)."""
+    from mapleenv.search import SearchConfig, require_engine, split_search_options
+
+    path, options = split_search_options(argument)
+    config = SearchConfig(**options)
+    if config.engine == "poke-engine":
+        require_engine()
+    return path
 
 
 def _check_fits(name: str, snapshot: Mapping[str, Any], battle_format: str) -> None:
