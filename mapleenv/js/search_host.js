@@ -29,6 +29,11 @@
  *     -> {"id": 5, "requests": [the opponent's request in each of the K worlds a search
  *         with this view and seed builds]}   (search.opponent=policy: its model reads them;
  *         the next search with this view and seed plays these worlds, not rebuilt ones)
+ *   {"id": 6, "cmd": "dump_worlds", "view": {...}, "seed": S, "worlds": K, "own": [choice
+ *    strings] | null, "truth": [sets] | null}
+ *     -> {"id": 6, "worlds": [each of the K worlds a search with this view and seed builds,
+ *         as JSON (search/dump.js), "names" naming the own choices as the native engine
+ *         does: its search reads them], "build_ms": t}
  *   {"id": 3, "cmd": "warm", "format": F} -> {"id": 3, "ms": t}: loads the format's data and
  *     set generator and plays a few turns, so the first decision's budget is not spent on it
  *   {"id": 4, "cmd": "ping"} -> {"id": 4, "ok": true}
@@ -41,6 +46,7 @@ const {legalChoices, playPair, solve} = require('./search/game');
 const {likelyReplies} = require('./search/rollout');
 const {buildWorld} = require('./search/state');
 const {summarize} = require('./search/fields');
+const {dumpBattle} = require('./search/dump');
 
 const Sim = loadSim(process.argv[2]);
 const generators = new Map();
@@ -248,6 +254,16 @@ function warm(format) {
   return {ms: Date.now() - start};
 }
 
+/** The K worlds of a request, each as plain JSON (search.engine=poke-engine). */
+function dumpWorlds(req) {
+  const start = process.hrtime.bigint();
+  const worlds = [];
+  for (let k = 0; k < Math.max(1, req.worlds || 1); k++) {
+    worlds.push(dumpBattle(worldBattle(req, k), req.own));
+  }
+  return {worlds, build_ms: Number(process.hrtime.bigint() - start) / 1e6};
+}
+
 /** What a choice string of `side` names: `move:<id>` or `switch:<species id>`. */
 function choiceName(side, choice) {
   const [kind, index] = choice.split(' ');
@@ -260,6 +276,7 @@ function handle(req) {
   if (req.cmd === 'ping') return {ok: true};
   if (req.cmd === 'warm') return warm(req.format);
   if (req.cmd === 'search') return search(req);
+  if (req.cmd === 'dump_worlds') return dumpWorlds(req);
   if (req.cmd === 'foe_requests') { // the opponent's request in each world, for its model
     const K = Math.max(1, req.worlds || 1);
     lastBuilt = null; // a world this view cannot build leaves none kept

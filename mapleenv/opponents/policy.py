@@ -25,7 +25,8 @@ with :func:`mapleenv.opponents.register_opponent`):
 * ``policy:<checkpoint>`` -- the checkpoint's policy, sampling its actions;
 * ``policy_greedy:<checkpoint>`` -- the same, playing the argmax;
 * ``policy_search:<checkpoint>`` -- the same, its picks re-decided by decision-time search
-  with the default settings (1 s a decision; :mod:`mapleenv.search`, docs/search.md);
+  with the default settings (1 s a decision; :mod:`mapleenv.search`, docs/search.md), or
+  those its name sets: ``policy_search:<checkpoint>?engine=poke-engine&time_ms=100``;
 * ``self`` -- self-play: a pool of snapshots pushed by the trainer through
   ``envs.call("call_opponent", "sync_pool", ...)`` (:meth:`PolicyOpponent.sync_pool`);
   one snapshot is drawn per battle (uniformly, or by the weights the trainer pushes; seeded)
@@ -308,6 +309,9 @@ def check_policy_files(opponent: str | Mapping[str, Any], battle_format: str | N
         if prefix in POLICY_PREFIXES and argument:
             from mapleenv.policies import read_snapshot  # torch: only with a policy member
 
+            if prefix == "policy_search":
+                argument = _checked_search_options(argument)
+
             snapshot = read_snapshot(argument)
             if battle_format is not None:
                 _check_fits(name, snapshot, battle_format)
@@ -316,6 +320,18 @@ def check_policy_files(opponent: str | Mapping[str, Any], battle_format: str | N
                 f"opponent {name!r} plays singles only, not {battle_format!r} (a doubles "
                 "format): use random, max_power, heuristic or policy:<checkpoint>"
             )
+
+
+def _checked_search_options(argument: str) -> str:
+    """The checkpoint of a ``policy_search:`` argument, its search options checked here (a
+    bad one, or an engine not installed, is one line before env workers start)."""
+    from mapleenv.search import SearchConfig, require_engine, split_search_options
+
+    path, options = split_search_options(argument)
+    config = SearchConfig(**options)
+    if config.engine == "poke-engine":
+        require_engine()
+    return path
 
 
 def _check_fits(name: str, snapshot: Mapping[str, Any], battle_format: str) -> None:
@@ -376,6 +392,11 @@ def _policy_factory(sample: bool, search: bool = False) -> Callable[..., PolicyO
     ) -> PolicyOpponent:
         if not argument:
             raise ValueError("policy opponents need a checkpoint: 'policy:<path>'")
+        options: dict[str, Any] = {}
+        if search:  # policy_search:<path>?engine=poke-engine&time_ms=100 (search.* fields)
+            from mapleenv.search import split_search_options
+
+            argument, options = split_search_options(argument)
         _set_worker_threads()
         from mapleenv.policies import read_snapshot
 
@@ -387,7 +408,7 @@ def _policy_factory(sample: bool, search: bool = False) -> Callable[..., PolicyO
         if search:
             from mapleenv.search import SearchConfig, Searcher
 
-            searcher = Searcher(SearchConfig(seed=(seed or 0) % 2**32))
+            searcher = Searcher(SearchConfig(**{"seed": (seed or 0) % 2**32, **options}))
         return PolicyOpponent(
             [policy],
             sample=sample,

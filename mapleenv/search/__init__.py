@@ -3,12 +3,15 @@ one-turn simultaneous-move game per world, its scores combined with the policy's
 (docs/search.md)."""
 
 from mapleenv.search.decide import Decision, SearchConfig, Searcher, SearchStats, host_view
+from mapleenv.search.engine.available import EngineMissing, require_engine
 from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 from mapleenv.search.opponent_model import PolicyOpponentModel, make_opponent_model
+from mapleenv.search.options import split_search_options
 from mapleenv.search.view import battle_view, decision_view, readable_view
 
 __all__ = [
     "Decision",
+    "EngineMissing",
     "PolicyOpponentModel",
     "SearchConfig",
     "SearchHost",
@@ -21,4 +24,6 @@ __all__ = [
     "readable_view",
     "host_view",
     "make_opponent_model",
+    "require_engine",
+    "split_search_options",
 ]

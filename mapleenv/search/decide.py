@@ -30,6 +30,7 @@ from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 logger = logging.getLogger(__name__)
 
 OPPONENT_MODELS = ("greedy", "policy")  # search.opponent (docs/search.md)
+ENGINES = ("showdown", "poke-engine")  # search.engine: the simulator, or the native engine
 # what a decision's view carries for Python only (the host builds worlds from the rest)
 _NOT_FOR_HOST = ("choices", "log")
 
@@ -67,9 +68,13 @@ class SearchConfig:
     prior_share: float = 0.5  # with opponent=policy: the model's share given to the prior
     hosts: int = 1  # search hosts (Node processes) searching decisions side by side
     seed: int = 0
+    engine: str = "showdown"  # what plays the worlds: "showdown" or "poke-engine" (native)
+    engine_iterations: int | None = None  # poke-engine MCTS iterations a world (None: time_ms)
+    engine_prior: float = 1.0  # poke-engine: weight of log prior against log visit share
 
     def __post_init__(self) -> None:
-        if self.time_ms is None and self.sims is None:
+        native = self.engine == "poke-engine" and self.engine_iterations is not None
+        if self.time_ms is None and self.sims is None and not native:
             raise ValueError("search needs a budget: search.time_ms or search.sims")
         checks = {
             "search.time_ms": self.time_ms is None or self.time_ms > 0,
@@ -87,12 +92,17 @@ class SearchConfig:
             "search.prior_share": 0 <= self.prior_share <= 1,
             "search.hosts": 1 <= self.hosts <= 64,
             "search.seed": 0 <= self.seed < 2**32,
+            "search.engine": self.engine in ENGINES,
+            "search.engine_iterations": self.engine_iterations is None
+            or 1 <= self.engine_iterations <= 10_000_000,
+            "search.engine_prior": 0 <= self.engine_prior <= 100,
         }
         for name, ok in checks.items():
             if not ok:
+                choices = {"search.opponent": OPPONENT_MODELS, "search.engine": ENGINES}
                 what = (
-                    "is not one of " + ", ".join(OPPONENT_MODELS)
-                    if name == "search.opponent"
+                    "is not one of " + ", ".join(choices[name])
+                    if name in choices
                     else "is out of range"
                 )
                 raise ValueError(f"{name} {what}: {getattr(self, name[7:])!r}")
@@ -112,6 +122,11 @@ class SearchStats:
     fallbacks: int = 0
     model_ms: float = 0.0  # the policy opponent model's time (part of time_ms)
     modelled: int = 0  # searched decisions the policy opponent model read (a world or more)
+    iterations: int = 0  # search.engine=poke-engine: MCTS iterations, all worlds
+    convert_ms: float = 0.0  # poke-engine: turning the worlds into engine states
+    engine_ms: float = 0.0  # poke-engine: its MCTS
+    engine_failures: int = 0  # poke-engine: decisions it could not search (the policy's)
+    dropped: int = 0  # poke-engine: what of the worlds the engine could not be given
 
     def as_dict(self) -> dict[str, Any]:
         searched = max(1, self.searched)
@@ -127,6 +142,11 @@ class SearchStats:
             "modelled": self.modelled,
             "refused": self.refused,
             "fallbacks": self.fallbacks,
+            "mean_iterations": round(self.iterations / searched, 1),
+            "mean_convert_ms": round(self.convert_ms / searched, 2),
+            "mean_engine_ms": round(self.engine_ms / searched, 1),
+            "engine_failures": self.engine_failures,
+            "mean_dropped": round(self.dropped / searched, 2),
         }
 
 
@@ -225,6 +245,11 @@ class Searcher:
         self._model = opponent_model if config.opponent == "policy" else None
         self._hosts: list[SearchHost] = []
         self._broken: str | None = None
+        self._engine = None
+        if config.engine == "poke-engine":  # EngineMissing (one line) when not installed
+            from mapleenv.search.engine.batch import EngineSearcher
+
+            self._engine = EngineSearcher(config)
 
     def reset_stats(self) -> None:
         """Start counting anew (one opponent's battles at a time)."""
@@ -282,6 +307,16 @@ class Searcher:
         hosts: list[SearchHost],
         chosen: list[int],
     ) -> None:
+        if self._engine is not None:  # search.engine=poke-engine (mapleenv/search/engine/)
+            requests = [self._request(decisions[i], list(decisions[i].choices)) for i in batch]
+            found = self._engine.search_batch(
+                [decisions[i] for i in batch], requests, hosts, self.stats
+            )
+            for i, best in zip(batch, found, strict=True):
+                if best is not None and best != chosen[i]:
+                    chosen[i] = best
+                    self.stats.overridden += 1
+            return
         sent = []
         for host, i in zip(hosts, batch, strict=False):
             d = decisions[i]

@@ -131,6 +131,10 @@ def run(
     # the safe loader; its encoder must be registered: FileNotFoundError / ValueError
     checkpoint = read_snapshot(cfg.checkpoint)
     setup = battle_setup(cfg, checkpoint)  # the format, the team files: before any server
+    if cfg.search.enabled and cfg.search.engine == "poke-engine":
+        from mapleenv.search import require_engine
+
+        require_engine()  # EngineMissing: one line naming the install step
     password = resolve_password(cfg)
     output_dir = Path(output_dir)
     output = Path(cfg.output) if cfg.output else output_dir / "play.json"

@@ -37,6 +37,7 @@ function setStatus(battle, mon, known) {
     const total = known.rest ? 3 : battle.random(2, 5);
     mon.statusState.startTime = total;
     mon.statusState.time = Math.max(1, total - (known.status_turns || 0));
+    mon.statusState.fromRest = Boolean(known.rest); // for the engine's Rest counter (dump.js)
   } else if (known.status === 'tox') {
     mon.statusState.stage = Math.max(0, known.status_turns || 0);
   }

@@ -1,0 +1,165 @@
+"""search.engine=poke-engine on real battles: legal choices through a whole battle, the
+iteration budget spent exactly on the same worlds under a seed, the time budget kept, and
+a world the engine cannot take left to the policy with one warning while search goes on."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+
+import numpy as np
+import pytest
+
+pe = pytest.importorskip("poke_engine", reason="poke-engine is not installed (EXTRAS=engine)")
+
+from test_search import mid_battle_decisions  # noqa: E402 (the search tests' real decisions)
+
+from mapleenv.actions import action_space_size, legal_actions  # noqa: E402
+from mapleenv.env import PokemonEnv  # noqa: E402
+from mapleenv.search import (  # noqa: E402
+    Decision,
+    SearchConfig,
+    Searcher,
+    SearchHost,
+    decision_view,
+    host_view,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def _engine(**fields) -> SearchConfig:
+    return SearchConfig(**{"engine": "poke-engine", "confident": 1.0, "worlds": 2, **fields})
+
+
+def test_a_whole_battle_decided_by_the_engine_search_plays_legal_choices_to_its_end() -> None:
+    env = PokemonEnv("gen9randombattle", opponent="random", backend="direct", seed=5)
+    searcher = Searcher(_engine(time_ms=20))
+    try:
+        env.reset(seed=5)
+        for _ in range(400):
+            battle = env.battle
+            legal = legal_actions(battle)
+            probs = np.zeros(action_space_size(battle.gen), dtype=np.float32)
+            probs[list(legal)] = 1.0 / len(legal)
+            view = json.loads(json.dumps(decision_view(battle, legal)))
+            (pick,) = searcher.choose([Decision(view, probs, min(legal))])
+            assert pick in legal
+            _, _, terminated, truncated, _ = env.step(pick)
+            if terminated or truncated:
+                break
+        assert terminated or truncated
+    finally:
+        searcher.close()
+        env.close()
+    stats = searcher.stats
+    assert stats.searched > 5 and stats.engine_failures == 0 and stats.fallbacks == 0
+    assert stats.iterations > 1000 * stats.searched  # every searched world ran the engine
+
+
+def test_the_iteration_budget_runs_exactly_on_the_same_worlds_under_a_seed() -> None:
+    decisions = list(mid_battle_decisions(seed=3, count=4))
+    config = _engine(time_ms=None, engine_iterations=3000)
+    searcher = Searcher(config)
+    try:
+        picks = searcher.choose(decisions)
+    finally:
+        searcher.close()
+    for decision, pick in zip(decisions, picks, strict=True):
+        assert str(pick) in decision.view["choices"]
+    # the engine runs 1000 iterations at a time: 3000 a world, 2 worlds a decision
+    assert searcher.stats.searched == 4
+    assert searcher.stats.iterations == 4 * 2 * 3000
+    # the worlds the engine searched are the same for the same view and seed; the engine's
+    # own random numbers are seeded by the OS (poke-engine 0.0.48 takes no seed)
+    with SearchHost() as host:
+        view = host_view(decisions[0].view)
+        own = list(decisions[0].view["choices"].values())
+        first, again = (host.request("dump_worlds", view=view, own=own, seed=9, worlds=2)
+                        for _ in range(2))  # fmt: skip
+    assert first["worlds"] == again["worlds"]
+
+
+def test_the_time_budget_is_kept() -> None:
+    decisions = list(mid_battle_decisions(seed=5, count=3))
+    for budget in (50, 200):
+        searcher = Searcher(_engine(time_ms=budget))
+        try:
+            searcher.choose(decisions[:1])  # the host's start and warm-up are not the budget's
+            searcher.reset_stats()
+            for decision in decisions:
+                start = time.perf_counter()
+                searcher.choose([decision])
+                spent = 1000 * (time.perf_counter() - start)
+                # the engine checks its clock every 1000 iterations (a few ms a world)
+                assert spent < budget + 60, (budget, spent)
+        finally:
+            searcher.close()
+        stats = searcher.stats.as_dict()
+        assert stats["searched"] == 3 and stats["mean_search_ms"] < budget + 40, stats
+        assert stats["mean_iterations"] >= 2000, stats
+
+
+def _unconvertible(decision: Decision) -> Decision:
+    """The decision with its active's stats past what the engine holds (16 bits): the
+    simulator builds the world, the engine cannot take it."""
+    view = copy.deepcopy(decision.view)
+    for mon in view["me"]["pokemon"]:
+        if mon["active"]:
+            mon["stats"] = {k: 70000 for k in mon["stats"]}
+    return Decision(view, decision.probs, decision.action)
+
+
+def test_a_world_the_engine_cannot_take_leaves_the_decision_to_the_policy_and_search_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good, other = mid_battle_decisions(seed=9, count=2)
+    broken = _unconvertible(other)
+    searcher = Searcher(_engine(time_ms=30))
+    try:
+        with caplog.at_level(logging.WARNING, logger="mapleenv.search.decide"):
+            picks = searcher.choose([broken, good])
+            again = searcher.choose([broken, good])
+    finally:
+        searcher.close()
+    assert picks[0] == again[0] == broken.action  # the policy's own pick
+    assert str(picks[1]) in good.view["choices"] and str(again[1]) in good.view["choices"]
+    stats = searcher.stats
+    assert stats.engine_failures == 2 and stats.searched == 2 and stats.fallbacks == 0
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "poke-engine" in warnings[0], warnings
+
+
+@pytest.mark.parametrize("checkpoint", [None, "models/attention_ppo_gen9random.pt"])
+def test_the_public_api_gives_engine_states_and_a_legal_order_for_a_poke_env_battle(
+    checkpoint: str | None,
+) -> None:
+    from mapleenv.opponents.engine_search import EngineSearch
+
+    env = PokemonEnv("gen9randombattle", opponent="random", backend="direct", seed=2)
+    search = EngineSearch(checkpoint, time_ms=30, confident=1.0)
+    searched = 0
+    try:
+        env.reset(seed=2)
+        for _ in range(6):
+            battle = env.battle
+            legal = legal_actions(battle)
+            choice = search.choose(battle)
+            messages = {order.message: a for a, order in legal.items()}
+            assert choice.order.message in messages  # one of the battle's legal orders
+            if choice.searched:
+                searched += 1
+                assert len(choice.states) == 2
+                assert all(isinstance(s, pe.State) for s in choice.states)
+                assert set(choice.shares) <= set(decision_view(battle, legal)["choices"].values())
+                assert (choice.prior is None) == (checkpoint is None)
+            assert len(search.states(battle)) == 2
+            _, _, terminated, truncated, _ = env.step(messages[choice.order.message])
+            if terminated or truncated:
+                break
+    finally:
+        search.close()
+        env.close()
+    assert searched >= 3
