@@ -246,11 +246,26 @@ def _facts(outcome: Mapping[str, Any], before_active: Mapping[str, int]) -> dict
     }
 
 
+def _switched_instead(record: Mapping[str, Any]) -> bool:
+    """Whether a side whose recorded choice is a move switched before any move was used."""
+    for side, choice in record["choices"].items():
+        if not choice.startswith("move"):
+            continue
+        for line in record["log"]:
+            if line.startswith("|move|"):
+                break
+            if line.startswith(f"|switch|{side}a"):
+                return True
+    return False
+
+
 def compare(record: Mapping[str, Any]) -> dict[str, list[tuple[bool, str]]] | str:
     """One sampled turn: per mechanic, (agrees, note) for each comparison made; or why the
     turn could not be compared (an unnamed choice, the engine failing)."""
     before = record["before"]
     choices = record["choices"]
+    if _switched_instead(record):
+        return "a side chose a move but switched first (not the pair recorded; not traced)"
     moves = (
         _engine_name(before["me"], before["names"]["me"].get(choices["p1"])),
         _engine_name(before["foe"], before["names"]["foe"].get(choices["p2"])),
