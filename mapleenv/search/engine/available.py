@@ -1,12 +1,12 @@
-"""Whether the native engine (poke-engine, gen 9 build) is installed, with the one-line
-error that names the install step when it is not."""
+"""Whether the native engine (poke-engine, gen 9 build) is installed, as the search's
+bad-input error: :func:`mapleenv.engine.require_engine`'s one line, naming the install step."""
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
-INSTALL_STEP = "EXTRAS=engine make setup (or: pip install -e '.[engine]')"
+from mapleenv.engine import EngineNotInstalledError
+from mapleenv.engine import require_engine as _require
 
 
 class EngineMissing(ValueError):
@@ -17,9 +17,6 @@ class EngineMissing(ValueError):
 def require_engine() -> ModuleType:
     """The ``poke_engine`` module, or :class:`EngineMissing` naming the install step."""
     try:
-        return importlib.import_module("poke_engine")
-    except ImportError as exc:
-        raise EngineMissing(
-            f"search.engine=poke-engine needs the poke-engine package ({exc}); install it: "
-            + INSTALL_STEP
-        ) from None
+        return _require()
+    except EngineNotInstalledError as exc:
+        raise EngineMissing(f"search.engine=poke-engine: {exc}") from None

@@ -60,5 +60,5 @@ def test_a_missing_engine_is_one_line_naming_the_install_step(tmp_path: Path) ->
     assert done.returncode == 2, done.stderr
     errors = [line for line in done.stderr.splitlines() if "[ERROR]" in line]
     assert len(errors) == 1, done.stderr
-    assert "search.engine=poke-engine needs the poke-engine package" in errors[0]
-    assert "EXTRAS=engine make setup" in errors[0]
+    assert "search.engine=poke-engine: poke-engine is not installed" in errors[0]
+    assert "make setup" in errors[0]

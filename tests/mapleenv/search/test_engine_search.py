@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-pe = pytest.importorskip("poke_engine", reason="poke-engine is not installed (EXTRAS=engine)")
+pe = pytest.importorskip("poke_engine", reason="poke-engine is not installed (make setup)")
 
 from test_search import mid_battle_decisions  # noqa: E402 (the search tests' real decisions)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pe = pytest.importorskip("poke_engine", reason="poke-engine is not installed (EXTRAS=engine)")
+pe = pytest.importorskip("poke_engine", reason="poke-engine is not installed (make setup)")
 
 from mapleenv.search.engine.state import to_state  # noqa: E402
 

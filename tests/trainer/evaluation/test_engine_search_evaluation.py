@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("poke_engine", reason="poke-engine is not installed (EXTRAS=engine)")
+pytest.importorskip("poke_engine", reason="poke-engine is not installed (make setup)")
 
 from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder  # noqa: E402
 from mapleenv.search import SearchConfig  # noqa: E402
