@@ -162,6 +162,8 @@ def _check_run_dir(config: DictConfig, resume: Any = None) -> None:
     from trainer.run.folder import check_run_folder
 
     if resume:
+        if not Path(str(resume)).expanduser().exists():
+            return  # refused as missing by its own check, before torch is imported
         from mapleenv.policies import resolve_checkpoint
         from trainer.run.checkpoint import run_dir_of
 

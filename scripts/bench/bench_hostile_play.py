@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """Peak memory of ``python -m trainer.play`` against hostile servers next to the same
 command against an honest one (issue 61; docs/security.md). The servers are the tests'
-scripted "Showdown" (``tests/hostile_servers.py``, 127.0.0.1 only, bounded loops). One JSON
-line per case, peak RSS sampled every 20 ms with psutil, cases run one after another:
+scripted "Showdown" (``tests/hostile_servers.py``, 127.0.0.1 only, bounded loops).
+
+One JSON line per case, peak RSS sampled every 20 ms with psutil, cases run one after another:
 
     python scripts/bench/bench_hostile_play.py [--cases honest,chat,challenges,endless]
 
@@ -114,8 +115,8 @@ def measure(name: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default=",".join(CASES))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
     args = parser.parse_args()
     base = None
     for name in args.cases.split(","):

@@ -8,6 +8,7 @@ engine conversion's unit tests.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import sys
@@ -26,6 +27,7 @@ BATTLES = [(3, False, 3), (4, True, 3), (7, False, 8), (9, False, 12), (21, Fals
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " ")).parse_args()
     out = []
     with SearchHost() as host:
         for seed, switch_ins, min_turn in BATTLES:

@@ -17,8 +17,8 @@ from mapleenv.showdown import find_node
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--battles", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=1, help="battle seed")
+    parser.add_argument("--battles", type=int, default=40, help="real battles played")
     parser.add_argument("--every", type=int, default=2, help="sample every N-th turn")
     parser.add_argument("--keep", type=int, default=5, help="disagreements kept a mechanic")
     args = parser.parse_args()
