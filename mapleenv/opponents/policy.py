@@ -325,12 +325,10 @@ def check_policy_files(opponent: str | Mapping[str, Any], battle_format: str | N
 def _checked_search_options(argument: str) -> str:
     """The checkpoint of a ``policy_search:`` argument, its search options checked here (a
     bad one, or an engine not installed, is one line before env workers start)."""
-    from mapleenv.search import SearchConfig, require_engine, split_search_options
+    from mapleenv.search import SearchConfig, require_engine_for, split_search_options
 
     path, options = split_search_options(argument)
-    config = SearchConfig(**options)
-    if config.engine == "poke-engine":
-        require_engine()
+    require_engine_for(SearchConfig(**options))
     return path
 
 

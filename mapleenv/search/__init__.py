@@ -3,7 +3,7 @@ one-turn simultaneous-move game per world, its scores combined with the policy's
 (docs/search.md)."""
 
 from mapleenv.search.decide import Decision, SearchConfig, Searcher, SearchStats, host_view
-from mapleenv.search.engine.available import EngineMissing, require_engine
+from mapleenv.search.engine.available import EngineMissing, require_engine, require_engine_for
 from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 from mapleenv.search.opponent_model import PolicyOpponentModel, make_opponent_model
 from mapleenv.search.options import split_search_options
@@ -25,5 +25,6 @@ __all__ = [
     "host_view",
     "make_opponent_model",
     "require_engine",
+    "require_engine_for",
     "split_search_options",
 ]

@@ -49,10 +49,9 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
 
     output_dir = Path(output_dir)
     device = resolve_device(cfg.device)
-    if cfg.search.enabled and cfg.search.engine == "poke-engine":
-        from mapleenv.search import require_engine
+    from mapleenv.search import require_engine_for
 
-        require_engine()  # EngineMissing: one line naming the install step, before any battle
+    require_engine_for(cfg.search)  # EngineMissing: one line naming the install step
     import_plugins(cfg.plugins)  # the user's own, before the checkpoint's encoder is checked
     checkpoint = load_checkpoint(cfg.checkpoint)  # the safe loader; CheckpointError: one line
     _warn_untrusted_plugins(cfg, checkpoint)

@@ -49,11 +49,13 @@ def _make_player_class() -> type:
     from mapleenv.actions import by_slot
     from mapleenv.bounded import BoundedMessages
     from mapleenv.opponents import PolicyOpponent
+    from trainer.apps.battle_limits import BattleLimits
 
-    class LivePolicyPlayer(BoundedMessages, PolicyOpponent):
+    class LivePolicyPlayer(BattleLimits, BoundedMessages, PolicyOpponent):
         """A frozen Maple policy as a listening poke-env player (see module docs): what it
         keeps of a server's messages is bounded (:class:`~mapleenv.bounded.BoundedMessages`),
-        and a battle past ``max_turns`` or ``battle_s`` seconds is forfeited."""
+        and a battle past ``max_turns`` or ``battle_s`` seconds is forfeited
+        (:class:`~trainer.apps.battle_limits.BattleLimits`)."""
 
         def __init__(
             self,
@@ -68,9 +70,7 @@ def _make_player_class() -> type:
             super().__init__(*args, **kwargs)  # PolicyOpponent: start_listening=False
             self.bound_messages(filter_log=False)  # trainer.play's flood guard filters them
             self.max_battles = own_lines + 16  # the battles asked for, and a margin
-            self.max_turns, self.battle_s = max_turns, battle_s
-            self._born: dict[str, float] = {}  # tag -> when its first message came
-            self._given_up: set[str] = set()
+            self.limit_battles(max_turns, battle_s)
             self.on_result = on_result
             # the first ``own_lines`` battles' start lines pass the flood guard (OWN_LINE)
             self.own_lines, self.started = own_lines, 0
@@ -96,41 +96,6 @@ def _make_player_class() -> type:
                     extra={OWN_LINE: self.started <= self.own_lines},
                 )
             return by_slot(super().choose_move(battle), battle)  # switches by slot
-
-        async def _handle_battle_message(self, split_messages: list[list[str]]) -> None:
-            tag = split_messages[0][0][1:] if split_messages and split_messages[0] else ""
-            if tag in self._given_up:
-                return  # forfeited: its room's late messages change nothing
-            self._born.setdefault(tag, time.monotonic())
-            await super()._handle_battle_message(split_messages)
-            battle = self._battles.get(tag)
-            if battle is not None and not battle.finished and battle.turn > self.max_turns:
-                await self._give_up(battle, f"past turn {self.max_turns} (max_turns)")
-
-        def overdue(self) -> None:
-            """Forfeit (from any thread) the battles going on longer than ``battle_s``."""
-            now = time.monotonic()
-            for tag, battle in list(self._battles.items()):
-                born = self._born.get(tag, now)
-                if not battle.finished and tag not in self._given_up and now - born > self.battle_s:
-                    reason = f"still going after {self.battle_s / 60:g} min (battle_minutes)"
-                    asyncio.run_coroutine_threadsafe(
-                        self._give_up(battle, reason), self.ps_client.loop
-                    )
-
-        async def _give_up(self, battle: AbstractBattle, reason: str) -> None:
-            """Forfeit ``battle`` and count it lost here at once (a server that goes on
-            sending its turns would never end it), then leave its room: one line."""
-            tag = battle.battle_tag
-            if tag in self._given_up or battle.finished:
-                return
-            self._given_up.add(tag)
-            log.warning("battle %s: forfeited, %s", printable(tag), reason)
-            with contextlib.suppress(Exception):
-                await self.ps_client.send_message("/forfeit", tag)
-            winner = battle.opponent_username or "the opponent"
-            # poke-env's own handling of the end (counts, callbacks, /leave)
-            await PolicyOpponent._handle_battle_message(self, [[f">{tag}"], ["", "win", winner]])
 
         def _battle_finished_callback(self, battle: AbstractBattle) -> None:
             self._states.pop(battle.battle_tag, None)

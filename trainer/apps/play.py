@@ -112,6 +112,17 @@ def summary_line(results: list[BattleResult], username: str) -> str:
     )
 
 
+def _console_guards(username: str) -> tuple[RefusalWatch, FloodGuard, QuietExplained]:
+    """The refusal watch and the flood guard on poke-env's logger for the player, installed
+    before it connects (a taken name is refused at once)."""
+    watch = RefusalWatch()
+    guard, quiet = FloodGuard(), QuietExplained(watch)
+    player_logger = logging.getLogger(username)  # poke-env's logger for the player
+    player_logger.addHandler(watch)
+    guard.install([player_logger], console=quiet)
+    return watch, guard, quiet
+
+
 def run(
     cfg: PlayConfig,
     output_dir: str | Path,
@@ -125,16 +136,14 @@ def run(
     """
     from mapleenv.plugins import import_plugins
     from mapleenv.policies import read_snapshot
+    from mapleenv.search import require_engine_for
 
     validate(cfg)
     import_plugins(cfg.plugins)  # the user's own only, never the checkpoint's
     # the safe loader; its encoder must be registered: FileNotFoundError / ValueError
     checkpoint = read_snapshot(cfg.checkpoint)
     setup = battle_setup(cfg, checkpoint)  # the format, the team files: before any server
-    if cfg.search.enabled and cfg.search.engine == "poke-engine":
-        from mapleenv.search import require_engine
-
-        require_engine()  # EngineMissing: one line naming the install step
+    require_engine_for(cfg.search)  # EngineMissing: one line naming the install step
     password = resolve_password(cfg)
     output_dir = Path(output_dir)
     output = Path(cfg.output) if cfg.output else output_dir / "play.json"
@@ -144,11 +153,7 @@ def run(
 
     server = None
     player = None
-    watch = RefusalWatch()
-    guard, quiet = FloodGuard(), QuietExplained(watch)
-    player_logger = logging.getLogger(username)  # poke-env's logger for the player
-    player_logger.addHandler(watch)  # before it connects: a taken name comes at once
-    guard.install([player_logger], console=quiet)
+    watch, guard, quiet = _console_guards(username)
     mode_future: Future[Any] | None = None
     previous_term = None
     if threading.current_thread() is threading.main_thread():
@@ -187,7 +192,7 @@ def run(
             mode_future.cancel()
         if player is not None:
             _stop_listening(player)
-        player_logger.removeHandler(watch)
+        logging.getLogger(username).removeHandler(watch)  # the player logger's watch
         for line in guard.pending():
             log.warning("%s", line)
         guard.remove(quiet)

@@ -4,6 +4,7 @@ bad-input error: :func:`mapleenv.engine.require_engine`'s one line, naming the i
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 from mapleenv.engine import EngineNotInstalledError
 from mapleenv.engine import require_engine as _require
@@ -20,3 +21,11 @@ def require_engine() -> ModuleType:
         return _require()
     except EngineNotInstalledError as exc:
         raise EngineMissing(f"search.engine=poke-engine: {exc}") from None
+
+
+def require_engine_for(search: Any) -> None:
+    """:func:`require_engine` where ``search`` (a :class:`~mapleenv.search.SearchConfig`, or
+    the ``search.*`` settings with ``enabled``) asks for the native engine: one line at
+    start, before any battle or env worker."""
+    if getattr(search, "enabled", True) and search.engine == "poke-engine":
+        require_engine()
