@@ -11,12 +11,12 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hostile_servers import LoopServer
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration, ServerConfiguration
 from warm_cli import run_python
@@ -54,20 +54,18 @@ def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     return [line for line in proc.stderr.splitlines() if "[ERROR]" in line]
 
 
-class FloodServer:
+class FloodServer(LoopServer):
     """A websocket server on 127.0.0.1 that greets like Showdown (``|challstr|``), then
     sends garbage as fast as it can: at most :data:`FLOOD_MESSAGES` messages and
     :data:`FLOOD_SECONDS` per connection."""
 
     def __init__(self) -> None:
         self.sent = 0
-        self.port = 0
-        self._ready = threading.Event()
-        self._stop: asyncio.Future | None = None
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(self._main(),))
-        self.thread.start()
-        assert self._ready.wait(30), "the flood server did not start"
+        super().__init__(self._serve)
+
+    async def _serve(self, websocket) -> None:
+        await self._flood(websocket)
+        await websocket.wait_closed()  # (the client going away mid-flood: LoopServer)
 
     async def _flood(self, websocket) -> None:
         deadline = time.monotonic() + FLOOD_SECONDS
@@ -77,25 +75,6 @@ class FloodServer:
                 break
             await websocket.send(f"garbage {i} " + "x" * 200)  # no "|": poke-env cannot parse
             self.sent += 1
-
-    async def _handler(self, websocket) -> None:
-        try:
-            await self._flood(websocket)
-            await websocket.wait_closed()
-        except Exception:  # the client went away mid-flood
-            pass
-
-    async def _main(self) -> None:
-        self._stop = self.loop.create_future()
-        async with serve(self._handler, "127.0.0.1", 0) as server:
-            self.port = next(iter(server.sockets)).getsockname()[1]
-            self._ready.set()
-            await self._stop
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self._stop.set_result, None)
-        self.thread.join(30)
-        self.loop.close()
 
 
 @pytest.fixture
