@@ -100,6 +100,7 @@ class PokemonEnv(gymnasium.Env):
         self._setup_server(spec)
         self._backend: BattleBackend | None = None
         self._battle: Battle | None = None
+        self._battle_started = 0.0  # time.monotonic() when the running battle began
         self._decisions: list[dict[str, Any]] = []  # the agent's choices, for its replay
         # the policy's probability of the next action, when its caller sets it (evaluation
         # with replays: ``envs.set_attr``); the replay shows it beside the choice; used once
@@ -285,7 +286,7 @@ class PokemonEnv(gymnasium.Env):
         if self.server is not None and not self.server.is_alive():
             self._drop_backend()
         battle = self._start_battle(seed)
-        self._battle = battle
+        self._battle, self._battle_started = battle, time.monotonic()
         self._episode_over = battle.finished
         self._decisions = []
         self.reward_tracker.reset()
@@ -363,10 +364,7 @@ class PokemonEnv(gymnasium.Env):
         obs = self._observe(battle)
         reward = self.reward_tracker.compute(battle)
         terminated = battle.finished
-        # without max_turns, a battle past Showdown's own limit (a server that does not end
-        # it) is truncated all the same
-        limit = self.max_turns if self.max_turns is not None else TURNS_PAST_SHOWDOWNS_LIMIT
-        truncated = not terminated and battle.turn >= limit
+        truncated = not terminated and self._past_limits(battle)
         info: dict[str, Any] = {}
         if terminated or truncated:
             self._episode_over = True
@@ -390,6 +388,23 @@ class PokemonEnv(gymnasium.Env):
         if not (terminated or truncated):
             info = self._decision_info(battle, info)
         return obs, float(reward), terminated, truncated, info
+
+    def _past_limits(self, battle: Battle) -> bool:
+        """Whether the running ``battle`` ends here as truncated: at ``max_turns`` (without
+        it, past Showdown's own limit: a server that does not end it) or once it has lasted
+        ``battle_minutes`` (one warning: a server that sends its turns slowly)."""
+        limit = self.max_turns if self.max_turns is not None else TURNS_PAST_SHOWDOWNS_LIMIT
+        if battle.turn >= limit:
+            return True
+        minutes = self.env_spec.battle_minutes
+        if minutes is None or time.monotonic() - self._battle_started < 60.0 * minutes:
+            return False
+        logger.warning(
+            "battle %s: truncated, still going after %g min (battle_minutes)",
+            printable(battle.battle_tag),
+            minutes,
+        )
+        return True
 
     def _save_replay(self, battle: Battle) -> None:
         """The battle's replay file; one that cannot be made or written (a server's text

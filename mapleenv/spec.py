@@ -84,6 +84,9 @@ class EnvSpec:
             loaded ``Team`` objects or a poke-env ``Teambuilder``; ``opponent_team=None``:
             the same as ``team``.
         timeout: longest wait for the simulator or server in one step (s).
+        battle_minutes: truncate the episode once its battle has lasted this long (wall
+            clock; ``None``: no limit), as ``max_turns`` does: a server that sends its
+            turns slowly would otherwise hold an env for hours (docs/security.md).
         reconnect_timeout: how long ``reset`` retries starting a battle (s).
         on_illegal: ``"default"`` (play the default choice) or ``"raise"``.
         plugins: modules imported first in every process that builds envs.
@@ -120,6 +123,7 @@ class EnvSpec:
     team: Any = None
     opponent_team: Any = None
     timeout: float = 60.0
+    battle_minutes: float | None = 60.0
     reconnect_timeout: float = 60.0
     on_illegal: str = "default"
     plugins: Sequence[str] = ()
@@ -171,6 +175,10 @@ class EnvSpec:
                 f"on_illegal must be one of {ON_ILLEGAL}, got {self.on_illegal!r}",
             ),
             (self.timeout > 0, f"timeout must be > 0, got {self.timeout}"),
+            (
+                self.battle_minutes is None or self.battle_minutes > 0,
+                f"battle_minutes must be > 0 or None, got {self.battle_minutes}",
+            ),
             (
                 self.reconnect_timeout > 0,
                 f"reconnect_timeout must be > 0, got {self.reconnect_timeout}",

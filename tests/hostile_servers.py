@@ -54,10 +54,13 @@ class LoopServer:
 class Relay(LoopServer):
     """Forwards each client to a real server at ``upstream`` (a loopback port) and back;
     every frame from the server passes ``rewrite(frame)`` first (a frame, or a list of
-    frames to send instead). Stops with either side."""
+    frames to send instead); a frame holding a request waits ``delay_s`` first (a server
+    that sends its turns slowly). Stops with either side."""
 
-    def __init__(self, upstream: int, rewrite: Callable[[str], str | list[str]]):
-        self.upstream, self.rewrite = upstream, rewrite
+    def __init__(
+        self, upstream: int, rewrite: Callable[[str], str | list[str]], delay_s: float = 0.0
+    ):
+        self.upstream, self.rewrite, self.delay_s = upstream, rewrite, delay_s
         self.rewritten = self.sent_bytes = 0
         super().__init__(self._relay, max_size=None)
 
@@ -67,6 +70,8 @@ class Relay(LoopServer):
 
             async def down() -> None:
                 async for frame in server:
+                    if self.delay_s and "|request|" in frame:
+                        await asyncio.sleep(self.delay_s)
                     new = self.rewrite(frame)
                     self.rewritten += new != frame
                     for each in [new] if isinstance(new, str) else new:

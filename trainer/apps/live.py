@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -193,7 +194,7 @@ def build_player(
         before_listening=before_listening,
         own_lines=cfg.battles,
         max_turns=play_max_turns(cfg, checkpoint),
-        battle_s=60.0 * cfg.battle_minutes,
+        battle_s=math.inf if cfg.battle_minutes is None else 60.0 * cfg.battle_minutes,
         battle_format=battle_format,
         team=team,
         account_configuration=AccountConfiguration(cfg.username or DEFAULT_USERNAME, password),

@@ -70,8 +70,8 @@ def validate(cfg: PlayConfig) -> None:
         raise PlayError(f"port must be in 1..65535, got {cfg.port}")
     if cfg.max_turns is not None and cfg.max_turns < 1:
         raise PlayError(f"max_turns must be >= 1 or null, got {cfg.max_turns}")
-    if not cfg.battle_minutes > 0:
-        raise PlayError(f"battle_minutes must be > 0, got {cfg.battle_minutes}")
+    if cfg.battle_minutes is not None and not cfg.battle_minutes > 0:
+        raise PlayError(f"battle_minutes must be > 0 or null, got {cfg.battle_minutes}")
 
 
 class _Stop(BaseException):

@@ -155,6 +155,7 @@ _ShowdownEnv = spec_schema(
         "encoder",
         "reward",
         "max_turns",
+        "battle_minutes",  # a battle lasting longer is truncated (a slow external server)
         "backend",  # auto: direct (in-process simulator hosts), or server with server_url
         "sim_hosts",  # direct: shared simulator hosts (None: one per core, or per Ray CPU)
         "teacher",  # opponent name whose choices are the kickstarting target
@@ -281,12 +282,12 @@ class TrainConfig:
     eval: PeriodicEvalConfig = field(default_factory=PeriodicEvalConfig)  # every=0: off
 
 
-# play's EnvSpec settings: seed and plugins (imported first, e.g. a plugin's encoder; the
-# checkpoint's env.plugins never are) as EnvSpec has them; the others None by default: the
-# checkpoint's env.*
+# play's EnvSpec settings: seed, battle_minutes and plugins (imported first, e.g. a
+# plugin's encoder; the checkpoint's env.plugins never are) as EnvSpec has them; the others
+# None by default: the checkpoint's env.*
 _PlayEnv = spec_schema(
     "_PlayEnv",
-    ("seed", "plugins"),
+    ("seed", "plugins", "battle_minutes"),  # a battle still going then: forfeited, one line
     from_checkpoint=("battle_format", "team", "mask_futile", "max_turns"),
     module=__name__,
 )
@@ -311,9 +312,6 @@ class PlayConfig(_PlayEnv):
     sample: bool = True  # False: greedy (argmax over legal actions)
     port: int | None = None  # server=local: fixed port (default a free one)
     max_concurrent_battles: int = 1
-    # a battle still going after this many minutes is forfeited (one line); max_turns (the
-    # checkpoint's, else Showdown's own 1000) bounds its turns the same way
-    battle_minutes: float = 60.0
     output: str | None = None  # JSON path; default <hydra run dir>/play.json
     search: SearchSettings = field(default_factory=SearchSettings)
 

@@ -206,7 +206,7 @@ def test_play_refuses_bad_limits() -> None:
 
     with pytest.raises(PlayError, match="max_turns must be >= 1"):
         validate(PlayConfig(checkpoint="x", max_turns=0))
-    with pytest.raises(PlayError, match="battle_minutes must be > 0"):
+    with pytest.raises(PlayError, match="battle_minutes must be > 0 or null"):
         validate(PlayConfig(checkpoint="x", battle_minutes=0))
 
 
