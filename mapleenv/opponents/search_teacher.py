@@ -20,8 +20,10 @@ import numpy as np
 from poke_env.battle.abstract_battle import AbstractBattle
 
 from mapleenv.encoders import playable_actions
-from mapleenv.search import Decision, readable_view, require_engine
-from mapleenv.search.teacher import SearchTeacherConfig, search_target
+from mapleenv.engine import EngineNotInstalledError
+from mapleenv.engine import require_engine as _require_engine
+from mapleenv.search import Decision, EngineMissing, readable_view
+from mapleenv.search.teacher import SearchTeacherConfig, choice_target
 from mapleenv.showdown.formats import is_doubles_format
 
 logger = logging.getLogger(__name__)
@@ -33,7 +35,10 @@ def check_search_teacher(config: SearchTeacherConfig, battle_format: str) -> Non
     by the safe loader and fit for the format (one line each)."""
     if not config.enabled:
         return
-    require_engine()
+    try:
+        _require_engine()
+    except EngineNotInstalledError as exc:  # a ValueError: bad input, one line, exit code 2
+        raise EngineMissing(f"search_teacher.share > 0 needs the engine: {exc}") from None
     if is_doubles_format(battle_format):
         raise ValueError(f"search_teacher searches singles only, not {battle_format!r}")
     if config.checkpoint is not None:
@@ -106,10 +111,10 @@ class SearchTeacher:
         last = self._search.last
         if last is None or not last.searched:
             return
-        by_choice = {choice: action for action, choice in decision.choices.items()}
-        shares = {by_choice[c]: s for c, s in last.shares.items() if c in by_choice}
         prior = decision.probs if with_prior else None
-        target = search_target(shares, self._mask, prior, self.config.engine_prior)
+        target = choice_target(
+            last.shares, decision.choices, self._mask, prior, self.config.engine_prior
+        )
         if target.any():
             self._target = target
             self.searched += 1

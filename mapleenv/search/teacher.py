@@ -82,6 +82,21 @@ class SearchTeacherConfig:
         raise TypeError(f"search_teacher: expected a mapping of settings, got {value!r}")
 
 
+def choice_target(
+    shares: Mapping[str, float],
+    choices: Mapping[int, str],
+    mask: np.ndarray,
+    prior: np.ndarray | None = None,
+    prior_weight: float = 1.0,
+) -> np.ndarray:
+    """:func:`search_target` of a search's visit shares by simulator choice string (as
+    :class:`~mapleenv.opponents.engine_search.SearchedChoice` holds them), ``choices``: the
+    decision's action -> choice string (the env's action numbers)."""
+    by_choice = {choice: action for action, choice in choices.items()}
+    by_action = {by_choice[c]: s for c, s in shares.items() if c in by_choice}
+    return search_target(by_action, mask, prior, prior_weight)
+
+
 def search_target(
     shares: Mapping[int, float],
     mask: np.ndarray,
