@@ -61,7 +61,11 @@ class SearchTeacher:
         )  # fmt: skip
         self._player = None
         if config.checkpoint is not None:
+            import torch
+
             from mapleenv.opponents.policy import FrozenPolicy, PolicyOpponent
+
+            torch.set_num_threads(1)  # as policy opponents: the worker shares the CPU
             from mapleenv.policies import read_snapshot
 
             policy = FrozenPolicy.from_snapshot(read_snapshot(config.checkpoint))
