@@ -32,6 +32,7 @@ from mapleenv.encoders import check_game_type, make_encoder, observation_box, pl
 from mapleenv.opponent_action import CLASSES as OPPONENT_ACTION_CLASSES
 from mapleenv.opponent_action import OpponentActionReader
 from mapleenv.opponents import make_opponent
+from mapleenv.opponents.search_teacher import SearchTeacher
 from mapleenv.paths import printable
 from mapleenv.plugins import import_plugins
 from mapleenv.replays import decision, protocol_log, save_replay
@@ -81,7 +82,9 @@ class PokemonEnv(gymnasium.Env):
     battle (server lost, timeout) ends with ``truncated=True`` and ``info["aborted"]`` (and no
     ``won``), and the next ``reset`` reconnects. With ``teacher``, every observation also
     holds ``teacher_action`` (int64 ``[1]``, the teacher's choice as an action index, -1 if
-    not a legal action, or while :meth:`set_teacher_active` has the teacher off). With
+    not a legal action, or while :meth:`set_teacher_active` has the teacher off). With an
+    enabled ``search_teacher``, every observation also holds ``teacher_probs`` (float32
+    ``[A]``, the engine search's target at a searched decision, else zeros). With
     ``opponent_action_target``, every observation also holds ``opponent_action`` (int64
     ``[1]``, what the opponent did since the last decision, -1 unknown:
     :mod:`mapleenv.opponent_action`).
@@ -130,6 +133,9 @@ class PokemonEnv(gymnasium.Env):
         )
         self._teacher_active = self.teacher is not None
         self._teacher_calls = 0
+        self.search_teacher = (
+            SearchTeacher(spec.search_teacher, seed) if spec.search_teacher.enabled else None
+        )
         self._opponent_actions = OpponentActionReader() if spec.opponent_action_target else None
         # the spec's teams are loaded; the opponent draws from its own stream
         self.team = team_pool(spec.team, fmt, seed=seed, validate=False)
@@ -146,6 +152,8 @@ class PokemonEnv(gymnasium.Env):
         }
         if self.teacher is not None:
             obs_spaces["teacher_action"] = spaces.Box(-1, n_actions - 1, (1,), dtype=np.int64)
+        if self.search_teacher is not None:
+            obs_spaces["teacher_probs"] = spaces.Box(0, 1, (n_actions,), dtype=np.float32)
         if self._opponent_actions is not None:
             high = len(OPPONENT_ACTION_CLASSES) - 1
             obs_spaces["opponent_action"] = spaces.Box(-1, high, (1,), dtype=np.int64)
@@ -226,6 +234,9 @@ class PokemonEnv(gymnasium.Env):
         }
         if self.teacher is not None:
             self._last_obs["teacher_action"] = np.array([self._teacher_action(battle)])
+        if self.search_teacher is not None:
+            mask = self._last_obs["action_mask"]
+            self._last_obs["teacher_probs"] = self.search_teacher.target(battle, mask)
         reader = self._opponent_actions
         if reader is not None:
             label = reader.reset(battle) if first else reader.read(battle)
@@ -252,6 +263,11 @@ class PokemonEnv(gymnasium.Env):
     def teacher_calls(self) -> int:
         """How many times this env asked its teacher for a choice (``envs.call``-able)."""
         return self._teacher_calls
+
+    def search_teacher_stats(self) -> dict[str, Any]:
+        """The search teacher's decisions, searched ones and search time (``envs.call``-able;
+        empty without one)."""
+        return {} if self.search_teacher is None else self.search_teacher.stats()
 
     @property
     def battle(self) -> Battle | None:
@@ -435,5 +451,7 @@ class PokemonEnv(gymnasium.Env):
             return
         self._closed = True
         self._drop_backend()
+        if self.search_teacher is not None:
+            self.search_teacher.close()
         if self._owns_server and self.server is not None:
             self.server.stop()

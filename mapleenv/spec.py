@@ -25,8 +25,10 @@ from poke_env.teambuilder.teambuilder import Teambuilder
 from mapleenv.backends import available_backends, backend_available
 from mapleenv.encoders import default_encoder
 from mapleenv.opponents import check_policy_files, opponent_spec
+from mapleenv.opponents.search_teacher import check_search_teacher
 from mapleenv.plugins import import_plugins
 from mapleenv.reward import RewardConfig
+from mapleenv.search.teacher import SearchTeacherConfig
 from mapleenv.showdown.formats import check_format
 from mapleenv.showdown.package import external_server
 from mapleenv.showdown.server import ShowdownServer
@@ -77,6 +79,9 @@ class EnvSpec:
         backend_kwargs: extra arguments of the backend (e.g. ``record`` for ``direct``).
         reward_fn: ``"shaped"``, a registered reward, ``"module:factory"`` or a ``RewardFn``.
         teacher: an opponent name whose choice is added as ``teacher_action``.
+        search_teacher: the engine search as a teacher (:class:`mapleenv.search.teacher.
+            SearchTeacherConfig` or a mapping of its fields; ``share`` 0: off): its target
+            is added as ``teacher_probs``.
         opponent_action_target: every observation also holds ``opponent_action``, the
             class of what the opponent did since the last decision
             (:mod:`mapleenv.opponent_action`; the target of the trainer's auxiliary head).
@@ -119,6 +124,7 @@ class EnvSpec:
     backend_kwargs: Mapping[str, Any] = field(default_factory=dict)
     reward_fn: Any = "shaped"
     teacher: str | None = None
+    search_teacher: SearchTeacherConfig = field(default_factory=SearchTeacherConfig)
     opponent_action_target: bool = False
     team: Any = None
     opponent_team: Any = None
@@ -142,6 +148,7 @@ class EnvSpec:
         """Cheap value checks and normalisation (no simulator): one-line ``ValueError``s."""
         set_ = object.__setattr__
         set_(self, "reward", RewardConfig.from_value(self.reward))
+        set_(self, "search_teacher", SearchTeacherConfig.from_value(self.search_teacher))
         plugins = (self.plugins,) if isinstance(self.plugins, str) else tuple(self.plugins)
         set_(self, "plugins", plugins)
         set_(self, "backend_kwargs", dict(self.backend_kwargs or {}))
@@ -260,6 +267,7 @@ class EnvSpec:
         spec = dataclasses.replace(spec, **teams)
         if isinstance(spec.opponent, str):  # policy:<checkpoint> files: the safe loader, once
             check_policy_files(spec.opponent, spec.battle_format)
+        check_search_teacher(spec.search_teacher, spec.battle_format)  # the engine, the prior
         return dataclasses.replace(spec, checked_for=spec._check_key())
 
     def _loaded_team(self, key: str, where: str = "") -> Any:

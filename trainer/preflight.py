@@ -58,7 +58,7 @@ class TrainPreflight(Callback):
     exists."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from mapleenv.opponents import check_policy_files, check_policy_game
+        from mapleenv.opponents import check_policy_files, check_policy_game, check_search_teacher
         from mapleenv.policies import resolve_checkpoint
         from trainer.config import to_train_config
 
@@ -69,6 +69,11 @@ class TrainPreflight(Callback):
             battle_format = getattr(typed.env, "battle_format", None)
             if opponent is not None:  # policy:<file> members: the full checkpoint check
                 check_policy_files(opponent, battle_format)
+            teacher = getattr(typed.env, "search_teacher", None)
+            if teacher is not None and battle_format is not None:  # the engine, the prior
+                check_search_teacher(teacher, battle_format)
+            if typed.init_from and not typed.resume:  # missing: one line before the run dir
+                resolve_checkpoint(typed.init_from)
             _check_run_dir(config, typed.resume)  # links, special files, a bad metrics.csv
             if typed.resume:  # a run dir or a file: a checkpoint whose networks all fit
                 resolve_checkpoint(typed.resume)  # missing: one line before torch loads

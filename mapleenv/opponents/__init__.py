@@ -55,6 +55,7 @@ _LAZY = {
     "PolicyOpponent": "mapleenv.opponents.policy",
     "check_policy_files": "mapleenv.opponents.policy",
     "check_policy_game": "mapleenv.opponents.policy",
+    "check_search_teacher": "mapleenv.opponents.search_teacher",
 }
 
 

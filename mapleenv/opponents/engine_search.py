@@ -151,6 +151,11 @@ class EngineSearch:
             self._last = SearchedChoice(DefaultBattleOrder(), result.states, shares, prior, True)
         return decision.action if best is None else best
 
+    @property
+    def last(self) -> SearchedChoice | None:
+        """What the last :meth:`decide` saw (``searched``: whether the engine ran)."""
+        return self._last
+
     def _request(self, view: dict[str, Any]) -> dict[str, Any]:
         key = f"{view.get('battle_tag', '')}:{view.get('turn', 0)}".encode()
         return {

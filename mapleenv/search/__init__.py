@@ -7,6 +7,7 @@ from mapleenv.search.engine.available import EngineMissing, require_engine, requ
 from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 from mapleenv.search.opponent_model import PolicyOpponentModel, make_opponent_model
 from mapleenv.search.options import split_search_options
+from mapleenv.search.teacher import SearchTeacherConfig, search_target
 from mapleenv.search.view import battle_view, decision_view, readable_view
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "SearchHostError",
     "SearchRefused",
     "SearchStats",
+    "SearchTeacherConfig",
     "Searcher",
     "battle_view",
     "decision_view",
@@ -26,5 +28,6 @@ __all__ = [
     "make_opponent_model",
     "require_engine",
     "require_engine_for",
+    "search_target",
     "split_search_options",
 ]

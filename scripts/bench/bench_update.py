@@ -59,6 +59,7 @@ def _child(args: argparse.Namespace) -> None:
     batch = ChunkBatch(
         obs, mask, start, actions, logp, values, torch.randn(length, chunks),
         values + torch.randn(length, chunks), torch.ones(length, chunks), hidden, none, none,
+        torch.zeros(length, chunks, spec["n_actions"]),
     )  # fmt: skip
     cfg = PPOConfig(num_minibatches=4, epochs=4, bptt=args.bptt)
     times = []

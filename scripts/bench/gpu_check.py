@@ -147,6 +147,7 @@ def synthetic_batch(obs_dim: int, n_actions: int, policy: Any, steps: int, bptt:
         obs, mask, start, actions, logp, values, torch.randn(length, chunks, generator=gen),
         values + torch.randn(length, chunks, generator=gen), torch.ones(length, chunks), hidden,
         teacher, torch.full((length, chunks), -1, dtype=torch.long),
+        torch.zeros(length, chunks, n_actions),
     )  # fmt: skip
 
 

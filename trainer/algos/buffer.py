@@ -60,6 +60,7 @@ class ChunkBatch:
     hidden: Hidden  # state at every chunk start, ``[layers, C * N, state]``
     teacher_actions: torch.Tensor  # the teacher's action per step, -1: none
     aux_targets: torch.Tensor  # the opponent's action class in the step's turn, -1: none
+    teacher_probs: torch.Tensor  # ``[L, C * N, A]`` the search teacher's target, zeros: none
 
     @property
     def num_chunks(self) -> int:
@@ -94,6 +95,7 @@ class RolloutBuffer:
         self.episode_start = torch.zeros(t, n, device=device)
         self.actions = torch.zeros(t, n, dtype=torch.long, device=device)
         self.teacher_actions = torch.full((t, n), -1, dtype=torch.long, device=device)
+        self.teacher_probs = torch.zeros(t, n, n_actions, device=device)  # zeros: none
         self.aux_targets = torch.full((t, n), -1, dtype=torch.long, device=device)
         self.logp = torch.zeros(t, n, device=device)
         self.values = torch.zeros(t, n, device=device)
@@ -170,4 +172,5 @@ class RolloutBuffer:
             hidden=hidden,
             teacher_actions=cut(self.teacher_actions, -1),
             aux_targets=cut(self.aux_targets, -1),
+            teacher_probs=cut(self.teacher_probs),
         )

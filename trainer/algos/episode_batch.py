@@ -22,7 +22,7 @@ import torch
 from trainer.algos.buffer import RolloutBuffer
 
 # per-step fields carried over, in RolloutBuffer attribute names
-_FIELDS = ("obs", "action_mask", "actions", "teacher_actions", "final_values")
+_FIELDS = ("obs", "action_mask", "actions", "teacher_actions", "teacher_probs", "final_values")
 _FLAGS = ("rewards", "terminated", "truncated", "has_final_value")
 
 
@@ -34,6 +34,7 @@ class EpisodeBatch:
     action_mask: torch.Tensor
     actions: torch.Tensor
     teacher_actions: torch.Tensor  # -1: no teacher action
+    teacher_probs: torch.Tensor  # ``[L, E, A]`` the search teacher's target, zeros: none
     rewards: torch.Tensor
     valid: torch.Tensor  # 1 for the episode's steps, 0 for padding
     episode_start: torch.Tensor  # 1 at t = 0
@@ -126,6 +127,7 @@ def _pad(episodes: list[dict[str, torch.Tensor]]) -> EpisodeBatch:
         action_mask=stack("action_mask", True),
         actions=stack("actions"),
         teacher_actions=stack("teacher_actions", -1),
+        teacher_probs=stack("teacher_probs"),
         rewards=stack("rewards").float(),
         valid=valid,
         episode_start=start,

@@ -183,6 +183,7 @@ def ppo_update(
                     action_mask=batch.action_mask[:, idx],
                     valid=valid,
                     teacher_actions=batch.teacher_actions[:, idx],
+                    teacher_probs=batch.teacher_probs[:, idx],
                     aux_logits=out.aux_logits,
                     aux_targets=batch.aux_targets[:, idx],
                 ),

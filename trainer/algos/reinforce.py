@@ -149,6 +149,7 @@ def reinforce_update(
             action_mask=batch.action_mask,
             valid=batch.valid,
             teacher_actions=batch.teacher_actions,
+            teacher_probs=batch.teacher_probs,
         ),
     )
     stats = {k: v.detach() for k, v in (losses._asdict() | term_stats).items() if k != "loss"}

@@ -13,6 +13,13 @@ one more constructor here.
   heuristic player) whose weight the trainer anneals to zero (``algo.kickstart_coef``,
   ``bc_steps``, ``kickstart_steps``); behaviour cloning is the same term with the policy
   gradient switched off (``pg_coef=0``).
+- **search** (expert iteration: Anthony et al., 2017, "Thinking Fast and Slow with Deep
+  Learning and Tree Search"; AlphaZero's policy target): the cross-entropy
+  ``-sum_a target(a) log pi(a)`` toward the engine search's improved policy over the steps
+  that have one (``teacher_probs`` rows that are not all zero; ``env.search_teacher``,
+  ``algo.search_coef``). The acted action stays the policy's sample, so PPO stays on-policy.
+  Statistics: ``search_kl`` (KL(target || pi)) and ``search_agreement`` (the policy's most
+  likely action is the target's).
 - **aux**: cross-entropy of the policy's aux head (``model.aux_classes``, read by
   ``forward_sequence_aux``) toward the class of what the opponent does in the turn
   (``aux_targets >= 0``, :mod:`mapleenv.opponent_action`). Its gradient shapes the shared
@@ -45,6 +52,7 @@ class TermInputs:
     teacher_actions: torch.Tensor  # -1: no teacher action
     aux_logits: torch.Tensor | None = None  # the aux head's ``[L, B, K]`` (terms with aux_head)
     aux_targets: torch.Tensor | None = None  # -1: no label
+    teacher_probs: torch.Tensor | None = None  # ``[L, B, A]`` search targets, zero rows: none
 
 
 TermFn = Callable[[TermInputs], tuple[torch.Tensor, dict[str, torch.Tensor]]]
@@ -114,6 +122,35 @@ def aux_loss(inputs: TermInputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]
     ).view_as(labelled)
     hits = (logits.argmax(-1) == targets).float()
     return (ce * labelled).sum() / count, {"aux_accuracy": (hits * labelled).sum() / count}
+
+
+def search_loss(inputs: TermInputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Mean cross-entropy of the policy toward the search's targets over the valid steps
+    that have one, with the KL and the argmax agreement."""
+    target = inputs.teacher_probs
+    if target is None:
+        raise ValueError("the search term needs the batch's teacher_probs")
+    target = target.float()
+    log_probs = torch.log_softmax(inputs.logits.float(), dim=-1)
+    taught = inputs.valid * (target.sum(-1) > 0)
+    count = taught.sum().clamp(min=1.0)
+    on_target = target > 0  # masked actions (log pi = -inf) never have target mass
+    ce = -(target * torch.where(on_target, log_probs, 0.0)).sum(-1)
+    entropy = -(target * torch.where(on_target, target.clamp(min=1e-12).log(), 0.0)).sum(-1)
+    agree = (inputs.logits.argmax(-1) == target.argmax(-1)).float()
+    return (ce * taught).sum() / count, {
+        "search_kl": ((ce - entropy) * taught).sum() / count,
+        "search_agreement": (agree * taught).sum() / count,
+    }
+
+
+def _has_search_target(batch: Batch) -> bool:
+    return bool((batch.teacher_probs.sum(-1) > 0).any())
+
+
+def search_term(coef: float) -> LossTerm:
+    """The search term at weight ``coef`` (skipped on a batch with no search target)."""
+    return LossTerm("search", coef, search_loss, applies=_has_search_target)
 
 
 def _has_teacher(batch: Batch) -> bool:

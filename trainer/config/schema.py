@@ -159,6 +159,7 @@ _ShowdownEnv = spec_schema(
         "backend",  # auto: direct (in-process simulator hosts), or server with server_url
         "sim_hosts",  # direct: shared simulator hosts (None: one per core, or per Ray CPU)
         "teacher",  # opponent name whose choices are the kickstarting target
+        "search_teacher",  # the engine search's targets at a share of decisions (algo.search_coef)
         "opponent_action_target",  # algo.aux_coef > 0 turns it on by itself
         "mask_futile",
         "plugins",  # imported in the trainer and in every env worker (docs/extending.md)
@@ -230,6 +231,9 @@ class AlgoConfig:
     # auxiliary loss: + coef * cross-entropy of the model.aux_classes head toward the
     # opponent's next action class (env.opponent_action_target, set by it); 0 = off; PPO only
     aux_coef: float = 0.0
+    # expert iteration: + coef * cross-entropy toward env.search_teacher's targets (the
+    # engine search's improved policy at env.search_teacher.share of decisions); 0 = off
+    search_coef: float = 0.0
 
 
 @dataclass
@@ -275,6 +279,8 @@ class TrainConfig:
     # anneals by whichever is further along; None = steps only
     max_minutes: float | None = None
     resume: str | None = None  # run dir or checkpoint file
+    # a checkpoint whose network weights (only) start this run: fine-tuning (resume wins)
+    init_from: str | None = None
     checkpoint_every: int = 50  # iterations between periodic checkpoints (0: only last.pt)
     log_every: int = 10  # iterations between log lines
     tensorboard: bool = True

@@ -6,8 +6,9 @@ A Hydra schema that carries an env setting (``env.battle_format``, evaluate's
 cannot drift apart (tests/trainer/config/test_spec_fields.py fails on a retyped field).
 OmegaConf holds fewer types than ``EnvSpec`` accepts, so a type is translated once here
 (:func:`hydra_type`): abstract mappings and sequences become ``dict``/``list``, a value that
-may also be an object (an encoder, a reward function) is ``Any``, and ``backend`` is the
-closed choice :class:`Backend` (the names a config may give).
+may also be an object (an encoder, a reward function) is ``Any``, a settings dataclass
+(``search_teacher``) stays itself, and ``backend`` is the closed choice :class:`Backend`
+(the names a config may give).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def hydra_type(annotation: Any) -> Any:
         return dict[hydra_type(args[0]), hydra_type(args[1])]
     if origin in (Sequence, list, tuple) and args:
         return list[hydra_type(args[0])]
+    if dataclasses.is_dataclass(annotation):  # a settings group (search_teacher): typed
+        return annotation
     return annotation if annotation in _PLAIN else Any
 
 
@@ -80,7 +83,11 @@ def _schema_field(name: str, types_: Mapping[str, Any], from_checkpoint: bool) -
     elif enum is not None and default is not None:
         default = enum(default)
     meta = {SPEC_FIELD: "from_checkpoint" if from_checkpoint else "as_spec"}
-    if isinstance(default, list | tuple | dict):
+    if dataclasses.is_dataclass(default):  # a settings group: a fresh copy each time
+        made = dataclasses.field(
+            default_factory=lambda v=default: dataclasses.replace(v), metadata=meta
+        )
+    elif isinstance(default, list | tuple | dict):
         value = list(default) if not isinstance(default, dict) else dict(default)
         made = dataclasses.field(default_factory=lambda v=value: v.copy(), metadata=meta)
     else:

@@ -2,7 +2,8 @@
 
 Supported single-env observation spaces: ``Box`` (flattened), ``Discrete`` (one-hot) and
 ``Dict(observation=Box|Discrete, action_mask=Box)``, optionally with ``teacher_action``
-(a teacher's action per step, ``-1`` for none; the kickstarting target) and
+(a teacher's action per step, ``-1`` for none; the kickstarting target), ``teacher_probs``
+(a soft target ``[A]`` per step, zeros for none; the search term's) and
 ``opponent_action`` (a class per step, ``-1`` for none; the auxiliary head's target). The
 action space must be ``Discrete``; without an ``action_mask`` every action is legal.
 """
@@ -24,6 +25,7 @@ class ObsAdapter:
         self.n_actions = int(action_space.n)
         self.has_mask = False
         self.has_teacher = False
+        self.has_search_teacher = False  # teacher_probs: the search teacher's soft targets
         self.aux_classes = 0  # opponent_action classes (0: no such key)
         obs_space = observation_space
         if isinstance(observation_space, spaces.Dict):
@@ -32,13 +34,16 @@ class ObsAdapter:
                 not {"observation", "action_mask"}
                 <= keys
                 <= {"observation", "action_mask", "teacher_action", "opponent_action"}
+                | {"teacher_probs"}
             ):
                 raise ValueError(
                     "a Dict observation space must have the keys 'observation' and "
-                    "'action_mask' (and optionally 'teacher_action', 'opponent_action'), "
+                    "'action_mask' (and optionally 'teacher_action', 'teacher_probs', "
+                    "'opponent_action'), "
                     f"got {sorted(keys)}"
                 )
             self.has_teacher = "teacher_action" in keys
+            self.has_search_teacher = "teacher_probs" in keys
             if "opponent_action" in keys:
                 self.aux_classes = int(np.max(observation_space["opponent_action"].high)) + 1
             mask_space = observation_space["action_mask"]
@@ -79,6 +84,13 @@ class ObsAdapter:
         if not self.has_teacher:
             return None
         return np.asarray(obs["teacher_action"]).reshape(-1).astype(np.int64, copy=False)
+
+    def teacher_probs(self, obs: Any) -> np.ndarray | None:
+        """The search teacher's targets ``[N, A]`` float32 (a zero row: none), or None."""
+        if not self.has_search_teacher:
+            return None
+        probs = np.asarray(obs["teacher_probs"], dtype=np.float32)
+        return probs.reshape(-1, self.n_actions)
 
     def aux_target(self, obs: Any) -> np.ndarray | None:
         """The opponent's action classes ``[N]`` int64 (-1: none), or None without them."""

@@ -85,6 +85,7 @@ class RolloutCollector:
         obs, _ = envs.reset(seed=seed)
         self.obs_np, self.mask_np = adapter.batch(obs)
         self.teacher_np = adapter.teacher(obs)
+        self.teacher_probs_np = adapter.teacher_probs(obs)
         self.hidden = policy.initial_state(self.num_envs, device)
         self.episode_start_np = np.ones(self.num_envs, dtype=bool)
         self.ep_return = np.zeros(self.num_envs, dtype=np.float64)
@@ -106,6 +107,7 @@ class RolloutCollector:
         benchmark): every env counts as starting an episode, with a zero state."""
         self.obs_np, self.mask_np = self.adapter.batch(obs)
         self.teacher_np = self.adapter.teacher(obs)
+        self.teacher_probs_np = self.adapter.teacher_probs(obs)
         self.episode_start_np[:] = True
         self.ep_return[:] = 0.0
         self.ep_length[:] = 0
@@ -128,6 +130,8 @@ class RolloutCollector:
             buffer.episode_start[t] = start
             if self.teacher_np is not None:
                 buffer.teacher_actions[t] = torch.from_numpy(self.teacher_np)
+            if self.teacher_probs_np is not None:
+                buffer.teacher_probs[t] = torch.from_numpy(self.teacher_probs_np)
             if buffer.is_chunk_start(t):
                 buffer.store_chunk_hidden(t, self.hidden)
             logits, value, new_hidden = self.policy(
@@ -154,6 +158,7 @@ class RolloutCollector:
 
             self.obs_np, self.mask_np = self.adapter.batch(obs)
             self.teacher_np = self.adapter.teacher(obs)
+            self.teacher_probs_np = self.adapter.teacher_probs(obs)
             self.hidden = new_hidden
             self.episode_start_np = done.copy()
 

@@ -48,8 +48,10 @@ from trainer.run.checkpoint import (
 )
 from trainer.run.device import resolve_device
 from trainer.run.folder import check_run_folder
+from trainer.run.init_from import init_weights
 from trainer.run.metrics import ConsoleProgress, MetricsLogger, summary_line
 from trainer.run.rollout import EpisodeStats, RolloutCollector
+from trainer.run.search_teacher import SearchTeacherLog
 from trainer.run.selfplay import SelfPlay
 from trainer.run.teacher import TeacherSwitch
 from trainer.run.threads import cpu_cores, sigint_ignored, torch_threads
@@ -145,6 +147,7 @@ class Trainer:
             )
         self.teacher = TeacherSwitch(cfg.algo, self.envs, self.adapter.has_teacher)
         self.teacher.update(self.global_step)  # a resumed run past kickstarting: off at once
+        self.search = SearchTeacherLog(cfg, self.envs, self.adapter.has_search_teacher)
 
     def _build_learner(self, ckpt: dict[str, Any] | None, resume_from: Path | None) -> None:
         """Policy, optimizer, learner and reward normalizer, restored from ``ckpt`` when
@@ -161,6 +164,8 @@ class Trainer:
         )
         if ckpt is not None:
             self._restore(ckpt, resume_from)
+        elif cfg.init_from:
+            init_weights(self.policy, cfg.init_from)  # before the self-play pool starts
         if self.selfplay is not None:
             with state_must_fit(str(resume_from)) if ckpt else contextlib.nullcontext():
                 self.selfplay.load_state_dict(ckpt.get("selfplay") if ckpt else None)
@@ -214,6 +219,7 @@ class Trainer:
             if self.reward_norm is not None and ckpt.get("reward_norm"):
                 self.reward_norm.load_state_dict(ckpt["reward_norm"])
             set_rng_state(ckpt["rng"])
+            self.search.load_state_dict(ckpt.get("search_teacher"))
         log.info(
             "resumed from %s at global step %d (iteration %d)",
             path,
@@ -234,6 +240,7 @@ class Trainer:
             "rng": rng_state(),
             "selfplay": self.selfplay.state_dict() if self.selfplay is not None else None,
             "reward_norm": self.reward_norm.state_dict() if self.reward_norm is not None else None,
+            "search_teacher": self.search.state_dict(),
         }
 
     def save(self, name: str = LAST) -> Path:
@@ -291,7 +298,7 @@ class Trainer:
         self.policy.train()
         kickstart = self.kickstart_coef()
         cloning = self.global_step < algo.bc_steps
-        terms: list[LossTerm] = [kickstart_term(kickstart)]
+        terms: list[LossTerm] = [kickstart_term(kickstart), *self.search.terms()]
         if algo.aux_coef > 0:  # PPO only (a config check)
             terms.append(aux_term(algo.aux_coef))
         with torch_threads(self.update_threads, then=self.rollout_threads):
@@ -308,6 +315,7 @@ class Trainer:
             update["kickstart_coef"] = kickstart
         if self.reward_norm is not None:
             update["reward_scale"] = self.reward_norm.scale
+        update |= self.search.after_rollout()
         t2 = time.perf_counter()
         steps = algo.rollout_steps * self.envs.num_envs
         self.global_step += steps
@@ -344,6 +352,7 @@ class Trainer:
                 *self.evaluator.columns(),
                 *(KICKSTART_COLUMNS if self.adapter.has_teacher else ()),
                 *(AUX_COLUMNS if self.cfg.algo.aux_coef > 0 else ()),
+                *self.search.columns,
                 *self.learner.columns,
                 *(("reward_scale",) if self.reward_norm is not None else ()),
                 *(self.selfplay.columns if self.selfplay is not None else ()),
