@@ -330,9 +330,9 @@ def write_plugin(directory: Path, name: str, marker: Path) -> str:
     """A plugin module that leaves ``marker`` when imported (and registers an encoder)."""
     (directory / f"{name}.py").write_text(
         f"open({str(marker)!r}, 'w').close()\n"
-        "from mapleenv.encoders import SimpleEncoder\n"
+        "from mapleenv.encoders import SinglesBasicEncoder\n"
         "def make():\n"
-        "    return SimpleEncoder()\n"
+        "    return SinglesBasicEncoder()\n"
     )
     return name
 
