@@ -1,4 +1,4 @@
-"""Moves that surely fail (encoders/rich/certain.py) and the mask without them, on battles
+"""Moves that surely fail (encoders/features/certain.py) and the mask without them, on battles
 built from protocol lines: the certain failures are masked, the likely ones only flagged."""
 
 from __future__ import annotations

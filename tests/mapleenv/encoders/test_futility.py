@@ -1,4 +1,4 @@
-"""Futile-move flags (encoders/rich/futility.py) on battles built from protocol lines."""
+"""Futile-move flags (encoders/features/futility.py) on battles built from protocol lines."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ uncached code's.
   recorded with the encoders as they were before their per-call caches (commit 33ee176).
   Regenerate (only when the observation is meant to change) with the code to pin::
 
-      PYTHONPATH=. python tests/mapleenv/encoders/test_rich_caches.py --record
+      PYTHONPATH=. python tests/mapleenv/encoders/test_entity_caches.py --record
 
 * Real battles on the direct backend (real Node simulator, fixed seeds): at every step the
   env's long-lived encoder must equal a fresh encoder with every module-level cache

@@ -51,7 +51,7 @@ def test_venusaur_sets_narrow_as_it_reveals_moves() -> None:
     assert knowledge(9, "notapokemon", "notapokemon", frozenset(), None, None).known is False
 
 
-def test_rich2_is_rich_followed_by_the_new_blocks() -> None:
+def test_singles_sets_is_singles_entities_followed_by_the_new_blocks() -> None:
     assert layout.SINGLES_ENTITIES.size == layout.SIZE == 1453  # the shipped agent's layout
     assert layout.SINGLES_SETS.blocks[: len(layout.LAYOUT)] == layout.LAYOUT
     assert layout.SINGLES_SETS.size == 1453 + 4 * 7 + 6 * (3 + len(PROPS) + len(vocab.TERA_TYPES))
