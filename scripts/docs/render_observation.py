@@ -1,11 +1,7 @@
 """Render docs/observation.md from the encoders (``python scripts/docs/render_observation.py``).
 
-The singles_basic and doubles encoders' tables come from their ``BLOCKS``
-(:mod:`mapleenv.encoders.singles.basic`, :mod:`mapleenv.encoders.doubles`), the entity
-encoders' from their layouts (:mod:`mapleenv.encoders.features.layout`,
-:mod:`mapleenv.encoders.doubles.entities`). ``--check`` exits 1 if the file differs from what
-the code would write (the test suite checks the same), so the documented features always match
-the encoders.
+Each table comes from an encoder's ``BLOCKS`` or layout (mapleenv/encoders/), so the documented
+features always match the code; ``--check`` exits 1 if the page differs (a test checks it too).
 """
 
 from __future__ import annotations
@@ -20,8 +16,7 @@ from mapleenv.encoders.doubles import entities as doubles_entities
 from mapleenv.encoders.features import layout, vocab
 from mapleenv.encoders.singles import basic as simple
 
-REPO = Path(__file__).resolve().parents[2]
-DOC_PATH = REPO / "docs" / "observation.md"
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "observation.md"
 
 INTRO = """\
 # Observation: the battle encoders
