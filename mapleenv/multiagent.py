@@ -55,8 +55,8 @@ class ShowdownParallelEnv(ParallelEnv):
         battle_format: a singles or doubles Showdown format (``gen9randombattle``,
             ``gen9randomdoublesbattle``, ``gen9vgc2025regi``...).
         encoder: encoder name or instance (:mod:`mapleenv.encoders`), both agents; it must
-            read the format's battles; ``None``: the format's (``"simple"`` for singles,
-            ``"doubles"`` for doubles).
+            read the format's battles; ``None``: the format's (``"singles_basic"`` for
+            singles, ``"doubles_basic"`` for doubles).
         reward: :class:`RewardConfig` (or a mapping of its fields) for both agents.
         max_turns: truncate the episode once the battle reaches this turn.
         seed: seed of the first ``reset``; ``reset(seed=s)`` draws the battle's simulator

@@ -3,12 +3,14 @@
 ``script_parser(__doc__)``: a parser whose ``--help`` shows the script's whole docstring as
 written (its first paragraph is the summary; tests/scripts/test_scripts_help.py checks it).
 ``print_json(result)``: the result on stdout as JSON (one line unless ``indent``), flushed,
-the form benchmarks report in (../shared/DESIGN.md: scripts with JSON output).
+the form benchmarks report in (docs/benchmarks.md).
 
 A script in a job folder (scripts/bench/, scripts/report/, ...) finds this module with
-``sys.path.append(<scripts/>)`` before ``from _cli import ...``: appended, not put first, so a
-sibling import (gpu_check's ``bench_train``) never finds the forwarders at the top of scripts/,
-also in spawned workers, which inherit sys.path. The packages never import this module.
+``sys.path.append(<scripts/>)`` before ``from _cli import ...``: appended, not put first, so
+the folder's own modules come first; ``scripts/bench_train.py`` (at the top, where
+``bench_train.py --baseline`` runs older checkouts' copy) is found the same way by
+scripts/bench/_gpu_sim.py, also in spawned workers, which inherit sys.path. The packages never
+import this module.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from poke_env.data.normalize import to_id_str
 from warm_cli import run_python
 
 from mapleenv.encoders import make_encoder
-from mapleenv.encoders.rich import dex
+from mapleenv.encoders.features import dex
 from mapleenv.policies import ModelConfig, build_policy, policy_spec
 from trainer.run.checkpoint import save_checkpoint
 

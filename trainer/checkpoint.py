@@ -1,8 +1,7 @@
-"""Public API, contract 7 of ../shared/DESIGN.md: ``trainer.checkpoint.load_checkpoint(path)``
-and friends, what scripts outside the repo import. A thin re-export, kept so that name stays
-put while the code moves: the checkpoint code lives in :mod:`trainer.run.checkpoint`, the
-loader (format 2, read with ``weights_only=True``) in :func:`mapleenv.policies.load_checkpoint`.
-Add no logic here."""
+"""The checkpoint part of Maple's Python API (docs/architecture.md, "Contracts", 7):
+``trainer.checkpoint.load_checkpoint(path)`` and friends, for scripts outside the repository.
+A re-export that keeps those names put: the code lives in :mod:`trainer.run.checkpoint`, the
+loader (format 2, ``weights_only=True``) in :func:`mapleenv.policies.load_checkpoint`."""
 
 from trainer.run.checkpoint import (
     CHECKPOINT_DIR,

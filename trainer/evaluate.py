@@ -1,6 +1,6 @@
-"""Public entry point, contract 5 of ../shared/DESIGN.md: ``python -m trainer.evaluate``, the
-evaluation CLI (beside the console script). A thin re-export of :mod:`trainer.apps.evaluate`,
-where the code lives; add no logic here."""
+"""``python -m trainer.evaluate``, the evaluation command (docs/architecture.md, "Contracts", 5;
+docs/evaluation.md), beside the console script ``maple-evaluate``. The code lives in
+:mod:`trainer.apps.evaluate`; this module keeps the ``-m`` name put."""
 
 from trainer.apps.evaluate import main, run
 

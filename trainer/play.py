@@ -1,7 +1,6 @@
-"""Public entry point, part of the public face whose Python API is contract 7 of
-../shared/DESIGN.md: ``python -m trainer.play`` (README's command, beside the console script),
-live play on a Showdown server. A thin re-export of :mod:`trainer.apps.play`, where the code
-lives; add no logic here."""
+"""``python -m trainer.play``, live play on a Showdown server (docs/play.md), beside the console
+script ``maple-play``. The code lives in :mod:`trainer.apps.play`; this module keeps the ``-m``
+name put."""
 
 from trainer.apps.play import main, run
 

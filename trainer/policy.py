@@ -1,7 +1,7 @@
-"""Public API, contract 7 of ../shared/DESIGN.md: ``trainer.policy.build_policy(obs_dim,
-n_actions, model_cfg)`` and friends, what scripts outside the repo import. A thin re-export,
-kept so that name stays put: the networks live in :mod:`mapleenv.policies`. Add no logic
-here."""
+"""The policy part of Maple's Python API (docs/architecture.md, "Contracts", 7):
+``trainer.policy.build_policy(obs_dim, n_actions, model_cfg)`` and friends, for scripts outside
+the repository. A re-export that keeps those names put: the networks live in
+:mod:`mapleenv.policies`."""
 
 from mapleenv.policies import (
     ActorCritic,

@@ -34,10 +34,10 @@ def hydra_subdir(resume: str | None, stamp: str) -> str:
 
 def encoder(battle_format: str, model_kind: str) -> str:
     """``env.encoder`` when the config names none: the one ``model.kind`` reads on the
-    format's game (``model=attention``: ``rich2`` on singles, ``doubles3`` on doubles), else
-    the format's own (``simple`` for singles, ``doubles`` for doubles); so a doubles format
-    or another policy trains with a singles experiment's command. A concrete name, which
-    checkpoints record."""
+    format's game (``model=attention``: ``singles_sets`` on singles, ``doubles_entities`` on
+    doubles), else the format's own (``singles_basic`` for singles, ``doubles_basic`` for doubles);
+    so a doubles format or another policy trains with a singles experiment's command. A concrete
+    name, which checkpoints record."""
     from mapleenv.encoders import default_encoder
     from trainer.config.games import model_encoders
 

@@ -1,10 +1,15 @@
 """Battle encoders: poke-env ``Battle`` -> fixed-size float32 vector.
 
 An encoder has ``size``, ``low``/``high`` bounds (arrays of ``size``) and
-``encode(battle)``. Encoders are chosen by name from :data:`ENCODERS`; other modules
-add theirs with :func:`register_encoder` (``mapleenv.encoders.rich`` is imported on demand
-when a name is unknown, so its encoders need no import by the caller), and
-``"package.module:factory"`` names a factory directly.
+``encode(battle)``. Encoders are chosen by name from :data:`ENCODERS`, grouped by game:
+``singles/`` (``singles_basic``, ``singles_entities``, ``singles_sets``) and ``doubles/``
+(``doubles_basic``, ``doubles_calc``, ``doubles_entities``), with ``features/`` the game data
+and calculations they share. Other modules add theirs with :func:`register_encoder`
+(:mod:`mapleenv.encoders.builtin`, which loads Showdown's move data, is imported on demand
+when a name is unknown), and ``"package.module:factory"`` names a factory directly. The
+names before the grouping (:data:`ALIASES`: ``simple``, ``rich``, ``rich2``, ``doubles``,
+``doubles2``, ``doubles3``) still name the same encoders, so checkpoints that recorded them
+load unchanged.
 """
 
 from __future__ import annotations
@@ -20,14 +25,30 @@ from poke_env.battle.abstract_battle import AbstractBattle
 from poke_env.player.battle_order import BattleOrder
 
 from mapleenv.actions import legal_actions
-from mapleenv.encoders.doubles import DoublesEncoder
-from mapleenv.encoders.simple import SimpleEncoder
+from mapleenv.encoders.doubles.basic import DoublesBasicEncoder
+from mapleenv.encoders.singles.basic import SinglesBasicEncoder
 from mapleenv.showdown.formats import game_type
 
 logger = logging.getLogger(__name__)
 
 # Modules imported (once) when an unknown encoder name is asked for.
-PLUGIN_MODULES: tuple[str, ...] = ("mapleenv.encoders.rich",)
+PLUGIN_MODULES: tuple[str, ...] = ("mapleenv.encoders.builtin",)
+
+# each encoder's name before the encoders were grouped by game, still accepted (checkpoints
+# record the name they trained with): old name -> name
+ALIASES: dict[str, str] = {
+    "simple": "singles_basic",
+    "rich": "singles_entities",
+    "rich2": "singles_sets",
+    "doubles": "doubles_basic",
+    "doubles2": "doubles_calc",
+    "doubles3": "doubles_entities",
+}
+
+
+def encoder_name(name: str) -> str:
+    """The registered name ``name`` stands for (itself unless it is an old name)."""
+    return ALIASES.get(name, name)
 
 
 @runtime_checkable
@@ -62,12 +83,13 @@ def check_game_type(encoder: BattleEncoder, name: str, battle_format: str) -> No
 
 
 # each game's encoder when none is named (``encoder=None``): the format decides
-DEFAULT_ENCODERS = {"singles": "simple", "doubles": "doubles"}
+DEFAULT_ENCODERS = {"singles": "singles_basic", "doubles": "doubles_basic"}
 
 
 def default_encoder(battle_format: str) -> str:
-    """The encoder a format gets when none is named: ``simple`` for singles, ``doubles``
-    for doubles (so a doubles format works with the same command as a singles one)."""
+    """The encoder a format gets when none is named: ``singles_basic`` for singles,
+    ``doubles_basic`` for doubles (so a doubles format works with the same command as a
+    singles one)."""
     return DEFAULT_ENCODERS[game_type(battle_format)]
 
 
@@ -93,12 +115,17 @@ def observation_box(encoder: BattleEncoder) -> spaces.Box:
 
 
 EncoderFactory = Callable[[], BattleEncoder]
-ENCODERS: dict[str, EncoderFactory] = {"simple": SimpleEncoder, "doubles": DoublesEncoder}
+ENCODERS: dict[str, EncoderFactory] = {
+    "singles_basic": SinglesBasicEncoder,
+    "doubles_basic": DoublesBasicEncoder,
+}
 _plugins_loaded = False
 
 
 def register_encoder(name: str, factory: EncoderFactory) -> None:
-    """Make ``factory`` available as ``encoder=name`` (replaces an existing name)."""
+    """Make ``factory`` available as ``encoder=name`` (replaces an existing name, an old
+    one of :data:`ALIASES` included)."""
+    ALIASES.pop(name, None)
     ENCODERS[name] = factory
 
 
@@ -122,6 +149,7 @@ def make_encoder(encoder: str | BattleEncoder) -> BattleEncoder:
         if not isinstance(encoder, BattleEncoder):
             raise TypeError(f"not a BattleEncoder: {encoder!r}")
         return encoder
+    encoder = encoder_name(encoder)
     if encoder not in ENCODERS and ":" not in encoder:
         _load_plugins()
     if encoder in ENCODERS:
@@ -139,12 +167,12 @@ def make_encoder(encoder: str | BattleEncoder) -> BattleEncoder:
 def playable_actions(battle: AbstractBattle, mask_futile: bool = False) -> dict[int, BattleOrder]:
     """The legal actions of ``battle``'s decision (:func:`mapleenv.actions.legal_actions`);
     with ``mask_futile``, less the moves that surely fail
-    (:func:`mapleenv.encoders.rich.certain.without_futile`). One rule for every seat that
+    (:func:`mapleenv.encoders.features.certain.without_futile`). One rule for every seat that
     plays a policy: the env, both seats of the multi-agent env, policy opponents and the
     search's opponent model."""
     legal = legal_actions(battle)  # type: ignore[arg-type]
     if not mask_futile or not legal:
         return legal
-    from mapleenv.encoders.rich.certain import without_futile  # loads the move data
+    from mapleenv.encoders.features.certain import without_futile  # loads the move data
 
     return without_futile(legal, battle)

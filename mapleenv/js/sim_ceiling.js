@@ -12,7 +12,7 @@
  * Turns are counted from the omniscient `|turn|N` lines (a turn started = a turn counted),
  * only inside the measured window that follows the warm-up; `battles` counts the battles
  * that ended inside it; `cpu_s` is the CPU time (all threads) the process used in it.
- * Run one process per core and add the results up (scripts/bench_env.py does).
+ * Run one process per core and add the results up (scripts/bench/bench_env.py does).
  */
 'use strict';
 const path = require('path');

@@ -1,9 +1,9 @@
 """``calc``: a 1-ply damage-calculator opponent, held out from training (evaluation only).
 
 It reads poke-env's damage calculator through the rich encoder's helpers (the cached
-:class:`~mapleenv.encoders.rich.damage.DamageEstimator` with estimated opponent stats, the
-opponent's likely moves of :class:`~mapleenv.encoders.rich.threat.ThreatEstimator`, futile
-moves of :mod:`~mapleenv.encoders.rich.futility`). No search; deterministic given the battle.
+:class:`~mapleenv.encoders.features.damage.DamageEstimator` with estimated opponent stats, the
+opponent's likely moves of :class:`~mapleenv.encoders.features.threat.ThreatEstimator`, futile
+moves of :mod:`~mapleenv.encoders.features.futility`). No search; deterministic given the battle.
 
 * An attack's value is its expected damage as a fraction of the target's current HP (mean
   roll, capped at 1, times accuracy and the chance an unknown ability does not block it).
@@ -30,11 +30,11 @@ from poke_env.battle import AbstractBattle, Battle, Move, Pokemon, PokemonType
 from poke_env.battle.move import SPECIAL_MOVES
 from poke_env.player import BattleOrder, Player
 
-from mapleenv.encoders.rich import dex, layout
-from mapleenv.encoders.rich.damage import DamageEstimator, current_hp
-from mapleenv.encoders.rich.futility import current_types, move_futility
-from mapleenv.encoders.rich.sets import move_properties, set_knowledge
-from mapleenv.encoders.rich.threat import ThreatEstimator
+from mapleenv.encoders.features import dex, layout
+from mapleenv.encoders.features.damage import DamageEstimator, current_hp
+from mapleenv.encoders.features.futility import current_types, move_futility
+from mapleenv.encoders.features.random_sets import move_properties, set_knowledge
+from mapleenv.encoders.features.threat import ThreatEstimator
 
 TERA_GAIN = 0.2  # Terastallize when the best attack's value rises by this much
 THREATENED = 0.5  # the opponent's best move takes this fraction of our current HP

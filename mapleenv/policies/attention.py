@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mapleenv.encoders.rich import layout
+from mapleenv.encoders.features import layout
 from mapleenv.policies.config import ModelConfig
 from mapleenv.policies.entity_trunk import EntityAttentionPolicy, Scorer, linear
 from mapleenv.policies.masking import mask_logits
@@ -65,11 +65,12 @@ _KIND_INDEX = torch.tensor([0] * TEAM + [1] * TEAM + [2] * SLOTS + [3])
 
 class BattleTokens(nn.Module):
     """Cut a rich observation ``[..., 1453]`` into embedded tokens ``[..., 17, d]`` and the
-    key padding mask ``[..., 17]`` (True: an empty opponent or move slot). A ``rich2``
+    key padding mask ``[..., 17]`` (True: an empty opponent or move slot). A ``singles_sets``
     layout's extra blocks (``move_futility``, ``opponent_sets``) join the move and opponent
-    tokens through their own linear maps (absent for ``rich``: its checkpoints load as is)."""
+    tokens through their own linear maps (absent for ``singles_entities``: its checkpoints load as
+    is)."""
 
-    def __init__(self, d: int, lay: layout.Layout = layout.RICH) -> None:
+    def __init__(self, d: int, lay: layout.Layout = layout.SINGLES_ENTITIES) -> None:
         super().__init__()
         self.extra = {
             name: (lay.span(name), lay.block(name).width)
@@ -137,13 +138,13 @@ class AttentionActorCritic(EntityAttentionPolicy):
 
     def __init__(self, obs_dim: int, n_actions: int, cfg: ModelConfig) -> None:
         super().__init__()
-        lay = layout.for_size(obs_dim)  # rich or rich2, named by the observation size
+        lay = layout.for_size(obs_dim)  # singles_entities or singles_sets, by size
         if lay is None or n_actions != N_ACTIONS:
             sizes = "/".join(str(v.size) for v in layout.LAYOUTS.values())
             raise ValueError(
-                f"model.kind=attention reads a rich encoder's layout ({sizes} features, "
+                f"model.kind=attention reads a singles entity layout ({sizes} features, "
                 f"{N_ACTIONS} actions), got obs {obs_dim} / actions {n_actions}: "
-                "use env.encoder=rich or env.encoder=rich2"
+                "use env.encoder=singles_sets or env.encoder=singles_entities"
             )
         if cfg.action_head == "pair":  # its head scores the singles layout's move/switch tokens
             raise ValueError("model.action_head=pair needs model.kind lstm or mlp (doubles)")

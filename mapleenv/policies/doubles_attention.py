@@ -1,8 +1,8 @@
 """Entity-attention recurrent actor-critic for double battles, with per-slot heads.
 
-The ``doubles3`` observation (:mod:`mapleenv.encoders.rich.doubles3`) is cut into 21 tokens
-(our 6 Pokémon, the opponent's 6, our two actives' 4 moves each, one context token holding
-the ``doubles2`` vector), related by the same transformer blocks as the singles attention
+The ``doubles_entities`` observation (:mod:`mapleenv.encoders.doubles.entities`) is cut into 21
+tokens (our 6 Pokémon, the opponent's 6, our two actives' 4 moves each, one context token holding
+the ``doubles_calc`` vector), related by the same transformer blocks as the singles attention
 policy (:mod:`mapleenv.policies.attention`), with an LSTM on the pooled tokens for memory.
 
 Each active slot is scored from the tokens its sub-actions act on, read beside the memory
@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from mapleenv.actions.doubles import FIRST_MOVE, MOVE_BLOCK, NUM_MOVE_SLOTS, NUM_TARGETS
-from mapleenv.encoders.rich.doubles3 import LAYOUT, TEAM
+from mapleenv.encoders.doubles.entities import LAYOUT, TEAM
 from mapleenv.policies.config import ActionHead, ModelConfig
 from mapleenv.policies.entity_trunk import EntityAttentionPolicy, Scorer, linear
 from mapleenv.policies.masking import mask_logits
@@ -42,8 +42,8 @@ N_TOKENS = 2 * TEAM + MOVE_TOKENS + 1
 
 
 class DoublesTokens(nn.Module):
-    """A ``doubles3`` observation ``[N, 2187]`` -> tokens ``[N, 21, d]``, the key padding mask
-    ``[N, 21]`` (True: an empty Pokémon or move slot) and our Pokémon's active-slot flags
+    """A ``doubles_entities`` observation ``[N, 2187]`` -> tokens ``[N, 21, d]``, the key padding
+    mask ``[N, 21]`` (True: an empty Pokémon or move slot) and our Pokémon's active-slot flags
     ``[N, 6, 2]``."""
 
     def __init__(self, d: int) -> None:
@@ -86,9 +86,10 @@ class DoublesAttentionActorCritic(EntityAttentionPolicy):
         slots = doubles_slots(n_actions)
         if obs_dim != LAYOUT.size or not slots:
             raise ValueError(
-                f"model.kind=attention on doubles reads the doubles3 encoder ({LAYOUT.size} "
-                f"features, a joint action space), got obs {obs_dim} / actions {n_actions}: "
-                "use env.encoder=doubles3"
+                f"model.kind=attention on doubles reads the doubles_entities encoder "
+                f"({LAYOUT.size} features, a joint action space), got obs {obs_dim} / actions "
+                f"{n_actions}: "
+                "use env.encoder=doubles_entities"
             )
         if cfg.action_head == ActionHead.flat:
             raise ValueError(

@@ -9,7 +9,7 @@ from pathlib import Path
 FORMAT_VERSION = 2
 CHECKPOINT_DIR = "checkpoints"
 LAST = "last.pt"
-# the command (scripts/checkpoint/convert_checkpoint.py in a checkout)
+# the command (python -m trainer.apps.convert_checkpoint)
 CONVERT = "maple-convert-checkpoint"
 
 

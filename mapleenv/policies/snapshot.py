@@ -5,7 +5,7 @@ A snapshot is a mapping with
 * ``policy`` -- the spec: ``obs_dim``, ``n_actions`` and ``model`` (the
   :class:`~mapleenv.policies.config.ModelConfig` fields as plain values);
 * ``model`` -- the state dict (torch tensors or NumPy arrays);
-* ``encoder`` (optional) -- the encoder name; else ``config.env.encoder``; else ``"simple"``;
+* ``encoder`` (optional) -- the encoder name; else ``config.env.encoder``; else ``"singles_basic"``;
 * ``id`` (optional) -- an integer naming the snapshot in a self-play pool;
 * ``mask_futile`` (optional) -- the policy plays without the moves that surely fail, as
   its run's env did; else ``config.env.mask_futile``; else off;
@@ -118,7 +118,7 @@ def snapshot_encoder(snapshot: Mapping[str, Any]) -> str:
     if snapshot.get("encoder"):
         return str(snapshot["encoder"])
     env = (snapshot.get("config") or {}).get("env") or {}
-    return str(env.get("encoder") or "simple")
+    return str(env.get("encoder") or "singles_basic")
 
 
 def snapshot_mask_futile(snapshot: Mapping[str, Any]) -> bool:

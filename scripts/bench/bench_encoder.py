@@ -4,9 +4,10 @@
 Two poke-env players of one kind (``random``, ``max_power`` or ``heuristic``) play
 ``--battles`` gen9randombattle battles on a local Showdown server (started here unless
 ``--server-url``); every state either must decide on is copied. The copies are then
-encoded in order with the ``--encoder`` (default ``rich``; one encoder per player, kept
+encoded in order with the ``--encoder`` (default ``singles_entities``; one encoder per player, kept
 across battles, as in an env worker) and each encode is timed (wall clock and thread CPU
-time). The damage-calculator figures are for encoders that use it (``rich``, ``rich2``).
+time). The damage-calculator figures are for encoders that use it (``singles_entities``,
+``singles_sets``).
 
 The encoding runs in ``--rounds`` slices alternating with slices of the raw simulator
 (``mapleenv/js/sim_ceiling.js``: one Node process, random-vs-random in-process, warmed
@@ -14,7 +15,7 @@ for ``--sim-warmup`` s first, as in ``bench_env.py``), so the encode time is rea
 the simulator's CPU time per turn under the same machine load; the JSON gives both and
 the median of the per-round ratios.
 
-    python scripts/bench/bench_encoder.py --battles 100 --players random --encoder rich2
+    python scripts/bench/bench_encoder.py --battles 100 --players random --encoder singles_sets
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import MaxBasePowerPlayer, Player, RandomPlayer, SimpleHeuristicsPlayer
 from poke_env.player.battle_order import BattleOrder
 
-import mapleenv.encoders.rich  # noqa: F401  (registers rich and rich2)
-from mapleenv.encoders import ENCODERS, BattleEncoder, make_encoder
+import mapleenv.encoders.builtin  # noqa: F401  (registers the entity encoders)
+from mapleenv.encoders import ALIASES, ENCODERS, BattleEncoder, make_encoder
 from mapleenv.measure import Ceiling
 from mapleenv.showdown import ShowdownServer, external_server, find_showdown
 
@@ -82,7 +83,7 @@ def stats_us(ns: np.ndarray) -> dict[str, float]:
 class Timer:
     """Encodes states with one encoder per player and records per-encode costs."""
 
-    def __init__(self, name: str = "rich") -> None:
+    def __init__(self, name: str = "singles_entities") -> None:
         self.name = name
         self.encoders: dict[str, BattleEncoder] = {}
         self.wall_ns: list[int] = []
@@ -93,7 +94,7 @@ class Timer:
         encoder = self.encoders.get(owner)
         if encoder is None:  # (setdefault would build a new encoder on every call)
             encoder = self.encoders[owner] = make_encoder(self.name)
-        damage = getattr(encoder, "damage", None)  # rich encoders' damage calculator
+        damage = getattr(encoder, "damage", None)  # the entity encoders' damage calculator
         calls = damage.calls if damage is not None else 0
         cpu = time.thread_time_ns()
         wall = time.perf_counter_ns()
@@ -129,8 +130,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--encoder",
-        choices=sorted(ENCODERS),
-        default="rich",
+        choices=sorted([*ENCODERS, *ALIASES]),
+        default="singles_entities",
         help="the encoder to time (default %(default)s)",
     )
     parser.add_argument("--server-url", help="use this Showdown server instead of starting one")

@@ -33,7 +33,7 @@ ratios of card steps/s to ``make_vector_env`` steps/s. Every line names its ``sh
 An env's CPU leaves out the processes of the other shape and of the ceiling (idle then).
 
 ``--battle-format`` takes several formats, comma-separated: each gets its envs (a doubles
-format with ``encoder="doubles"``) and its own ceiling, all alternating in every round, one
+format with ``encoder="doubles_basic"``) and its own ceiling, all alternating in every round, one
 line per format. With a singles and a doubles format it adds a ``doubles_vs_singles`` line:
 the median of the per-round ratios of doubles to singles env steps/s (the issue's target
 is >= 0.6), the CPU per step ratio, and the simulator's own doubles/singles turns/s and CPU
@@ -97,7 +97,7 @@ def make_envs(shape: str, num_envs: int, args: argparse.Namespace, backend: str,
     ``gym.make`` (``card``) of format ``fmt``, random opponent, env i seeded ``seed + i``."""
     common: dict[str, Any] = dict(battle_format=fmt, opponent=args.opponent)
     if is_doubles_format(fmt):
-        common["encoder"] = "doubles"
+        common["encoder"] = "doubles_basic"
     if shape == "card":
         import gymnasium as gym
 

@@ -22,11 +22,11 @@ the mean per mode (``teacher_on``, ``teacher_off``), the teacher's cost as the p
 on-minus-off Python CPU (``teacher_python_cpu_ms_per_step``) and every segment.
 
     python scripts/bench/profile_env.py --backend direct --steps 3000 --cprofile
-    python scripts/bench/profile_env.py --encoder rich --teacher heuristic --steps 500 --rounds 4
-    python scripts/bench/profile_env.py --steps 5000 --warmup 60 --ceiling
+    python scripts/bench/profile_env.py --encoder singles_entities --teacher heuristic --steps 500
+    --rounds 4 python scripts/bench/profile_env.py --steps 5000 --warmup 60 --ceiling
     python scripts/bench/profile_env.py --battle-format gen9randomdoublesbattle --cprofile
 
-``--battle-format`` picks the format (a doubles one plays with ``encoder=doubles`` unless
+``--battle-format`` picks the format (a doubles one plays with ``encoder=doubles_basic`` unless
 ``--encoder`` says otherwise; the ceiling plays the same format).
 """
 
@@ -65,7 +65,7 @@ HOT_SPOTS = [
     ("doubles: legal_actions", "mapleenv/actions/doubles.py", "legal_actions"),
     ("doubles: poke-env valid_orders", "poke_env/battle/double_battle.py", "valid_orders"),
     ("doubles: poke-env join_orders", "poke_env/player/battle_order.py", "join_orders"),
-    ("doubles: encoder", "mapleenv/encoders/doubles.py", "encode"),
+    ("doubles: encoder", "mapleenv/encoders/doubles/basic.py", "encode"),
 ]
 
 
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.encoder is None:
-        args.encoder = "doubles" if is_doubles_format(args.battle_format) else "simple"
+        args.encoder = "doubles_basic" if is_doubles_format(args.battle_format) else "singles_basic"
     for backend in [b.strip() for b in args.backend.split(",") if b.strip()]:
         if args.teacher is not None:
             settings = {

@@ -17,7 +17,7 @@ import mapleenv
 from mapleenv import PokemonEnv
 from mapleenv.actions import action_space_size, legal_actions
 from mapleenv.actions.doubles import slot_space_size, split
-from mapleenv.encoders.doubles import BLOCKS
+from mapleenv.encoders.doubles.basic import BLOCKS
 from mapleenv.showdown.formats import check_format, is_doubles_format
 
 pytestmark = pytest.mark.integration

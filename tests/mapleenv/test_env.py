@@ -24,7 +24,7 @@ from mapleenv.showdown import ShowdownError, free_port
 # MAPLE_BACKEND=server (the others name their backend, or start no env)
 
 MOVES = slice(6, 10)
-MOVE_FEATURES = slice(82, 86)  # SimpleEncoder: power x effectiveness of move slots 0-3
+MOVE_FEATURES = slice(82, 86)  # SinglesBasicEncoder: power x effectiveness of move slots 0-3
 
 
 def greedy_action(obs, rng) -> int:

@@ -10,7 +10,7 @@ from conftest import DirectPokemonEnv
 from poke_env.battle import Move
 
 from mapleenv.actions import action_space_size, legal_actions, mask_from_legal
-from mapleenv.encoders.rich.certain import surely_fails, without_futile
+from mapleenv.encoders.features.certain import surely_fails, without_futile
 
 # Snorlax leads at full HP, awake: Rest and Sleep Talk surely fail on the first turn
 TEAM = (

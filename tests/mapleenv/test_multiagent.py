@@ -17,7 +17,7 @@ from warm_cli import run_python
 
 import mapleenv
 from mapleenv.actions import legal_actions, mask_from_legal
-from mapleenv.encoders.rich.certain import without_futile
+from mapleenv.encoders.features.certain import without_futile
 from mapleenv.multiagent import ShowdownParallelEnv
 
 PASS_MASK = np.eye(26, dtype=np.int8)[0]  # no decision: action 0 only, the action is ignored

@@ -66,8 +66,8 @@ def test_checked_resolves_the_backend_and_checks_the_format(monkeypatch):
     # an external server has formats of its own: not checked against the pinned simulator
     assert EnvSpec("gen9nonsense", server="127.0.0.1:8000").checked().is_checked
     # no encoder named: the format's own; a named one (name or instance) stays
-    assert EnvSpec().checked().encoder == "simple"
-    assert EnvSpec("gen9randomdoublesbattle").checked().encoder == "doubles"
+    assert EnvSpec().checked().encoder == "singles_basic"
+    assert EnvSpec("gen9randomdoublesbattle").checked().encoder == "doubles_basic"
     assert EnvSpec("gen9randomdoublesbattle", encoder="doubles3").checked().encoder == "doubles3"
 
 

@@ -18,7 +18,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "bench_enco
 @pytest.mark.timeout(400)
 def test_bench_encoder_times_the_named_encoder() -> None:
     proc = run_python(
-        [sys.executable, str(SCRIPT), "--encoder", "simple", "--battles", "1"]
+        [sys.executable, str(SCRIPT), "--encoder", "singles_basic", "--battles", "1"]
         + ["--rounds", "1", "--sim-seconds", "0", "--concurrent", "1"],
         capture_output=True,
         text=True,
@@ -26,10 +26,14 @@ def test_bench_encoder_times_the_named_encoder() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["encoder"] == "simple"
-    assert result["size"] == make_encoder("simple").size != make_encoder("rich").size
+    assert result["encoder"] == "singles_basic"
+    assert (
+        result["size"]
+        == make_encoder("singles_basic").size
+        != make_encoder("singles_entities").size
+    )
     assert result["states"] > 0 and result["encode_wall_us"]["median"] > 0
-    assert result["calc_calls_per_state"] == 0  # the simple encoder has no calculator
+    assert result["calc_calls_per_state"] == 0  # singles_basic has no calculator
 
 
 @pytest.mark.integration  # runs the script

@@ -1,4 +1,4 @@
-"""``scripts/bench/bench_train.py --baseline``: the A/B mode runs both checkouts' own benchmark,
+"""``scripts/bench_train.py --baseline``: the A/B mode runs both checkouts' own benchmark,
 reports both sides and their ratio, and leaves no worktree behind; bad baselines are one
 line. (Speeds are not asserted here: the benchmark prints them.)"""
 
@@ -14,7 +14,7 @@ import pytest
 from warm_cli import run_python
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench" / "bench_train.py"
+SCRIPT = REPO / "scripts" / "bench_train.py"
 TINY = ["--experiment", "smoke", "--rounds", "1", "--iterations", "1"]
 
 

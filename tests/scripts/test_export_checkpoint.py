@@ -1,5 +1,6 @@
-"""scripts/checkpoint/export_checkpoint.py: a compact copy that still evaluates and resumes, and
-with ``--mask-futile`` plays without the moves that surely fail (its run's config untouched)."""
+"""``maple-export-checkpoint`` (``python -m trainer.apps.export_checkpoint``): a compact copy
+that still evaluates and resumes, and with ``--mask-futile`` plays without the moves that surely
+fail (its run's config untouched)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,10 @@ from warm_cli import run_python
 from trainer.checkpoint import load_checkpoint
 from trainer.config import checkpoint_mask_futile
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def export(*args: str) -> dict:
     proc = run_python(
-        [sys.executable, str(ROOT / "scripts" / "checkpoint" / "export_checkpoint.py"), *args],
+        [sys.executable, "-m", "trainer.apps.export_checkpoint", *args],
         capture_output=True,
         text=True,
         timeout=120,

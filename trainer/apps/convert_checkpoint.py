@@ -2,7 +2,7 @@
 
     maple-convert-checkpoint OLD.pt NEW.pt
 
-(from a checkout, ``python scripts/checkpoint/convert_checkpoint.py`` runs the same).
+(``python -m trainer.apps.convert_checkpoint`` runs the same).
 
 This is the one place Maple unpickles a file with the full unpickler
 (``torch.load(weights_only=False)``), which runs any code the file names: run it only on a
@@ -106,3 +106,7 @@ def main() -> None:
     except (ConvertError, CheckpointError, FileNotFoundError) as exc:
         parser.exit(2, f"convert_checkpoint: {exc}\n")
     print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -11,7 +11,7 @@ and, unless ``--policy-only``, the optimizer, counters and RNG states so that
 follow unless told ``mask_futile=false``), whatever its run trained with; the run's config
 stays as it was. Prints the sizes as JSON. Reads format 2 only (the safe loader); a file it
 refuses is one line and exit code 2 (an older checkpoint: ``maple-convert-checkpoint``
-first). ``python scripts/checkpoint/export_checkpoint.py`` runs the same from a checkout.
+first). ``python -m trainer.apps.export_checkpoint`` runs the same.
 """
 
 from __future__ import annotations
@@ -69,3 +69,7 @@ def main() -> None:
             }
         )
     )
+
+
+if __name__ == "__main__":
+    main()

@@ -23,8 +23,8 @@ from mapleenv.showdown import is_doubles_format
 # policy kinds that read given encoders only, per game (the first: ``env.encoder``'s default
 # with that model, :func:`trainer.resolvers.encoder`)
 MODEL_ENCODERS = {
-    "singles": {"attention": ("rich2", "rich")},
-    "doubles": {"attention": ("doubles3",)},
+    "singles": {"attention": ("singles_sets", "singles_entities")},
+    "doubles": {"attention": ("doubles_entities",)},
 }
 
 
@@ -39,7 +39,7 @@ def train_game_problems(env: Any, model_kind: str, action_head: str = "auto") ->
     """The problems of a training config's Showdown ``env`` (a ``ShowdownEnvConfig``),
     ``model.kind`` and ``model.action_head`` with its format's game, as one-line messages
     (empty: none)."""
-    from mapleenv.encoders import check_game_type, make_encoder
+    from mapleenv.encoders import check_game_type, encoder_name, make_encoder
     from mapleenv.opponents import check_policy_files
 
     fmt = str(env.battle_format)
@@ -49,7 +49,7 @@ def train_game_problems(env: Any, model_kind: str, action_head: str = "auto") ->
     except ValueError as exc:
         problems.append(f"env.encoder: {exc}")
     encoders = model_encoders(fmt, model_kind)
-    if encoders and str(env.encoder) not in encoders:
+    if encoders and encoder_name(str(env.encoder)) not in encoders:
         game = "doubles" if is_doubles_format(fmt) else "singles"
         problems.append(
             f"model={model_kind} reads the {'/'.join(encoders)} encoder's tokens on "

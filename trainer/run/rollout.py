@@ -21,11 +21,11 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from mapleenv.policies import ActorCritic, sample_actions
 from trainer.algos.buffer import RolloutBuffer
 from trainer.envs.episodes import finished_values
 from trainer.envs.spaces import ObsAdapter
 from trainer.envs.vector import autoreset_mode
-from trainer.policy import ActorCritic, sample_actions
 
 log = logging.getLogger(__name__)
 

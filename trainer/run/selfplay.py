@@ -211,7 +211,7 @@ class SelfPlay:
         opponent = getattr(env_cfg, "opponent", None)
         if opponent is None or not uses_self_play(plain(opponent)):
             return None
-        encoder = str(getattr(env_cfg, "encoder", "simple"))
+        encoder = str(getattr(env_cfg, "encoder", "singles_basic"))
         return cls(cfg, envs, encoder, bool(getattr(env_cfg, "mask_futile", False)))
 
     def _sync(self, added: Sequence[Mapping[str, Any]]) -> None:

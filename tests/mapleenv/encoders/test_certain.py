@@ -1,4 +1,4 @@
-"""Moves that surely fail (encoders/rich/certain.py) and the mask without them, on battles
+"""Moves that surely fail (encoders/features/certain.py) and the mask without them, on battles
 built from protocol lines: the certain failures are masked, the likely ones only flagged."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from poke_env.battle import Move
 
 from mapleenv.actions import legal_actions, mask_from_legal
 from mapleenv.encoders import playable_actions
-from mapleenv.encoders.rich.certain import surely_fails, types_settled, without_futile
-from mapleenv.encoders.rich.futility import move_futility
+from mapleenv.encoders.features.certain import surely_fails, types_settled, without_futile
+from mapleenv.encoders.features.futility import move_futility
 
 PROTECTED = ("|move|p1a: Clefable|Protect|p1a: Clefable", "|-singleturn|p1a: Clefable|Protect")
 SLEEP_CLAUSE = "|rule|Sleep Clause Mod: Limit one foe put to sleep"
@@ -41,7 +41,7 @@ def test_sleep_talk_is_masked_awake_and_not_asleep() -> None:
 
 def test_protect_twice_is_only_likely() -> None:
     battle = single(("protect", "moonblast"), events=PROTECTED)
-    assert move_futility(battle, Move("protect", 9)).user_state  # the rich2 flag
+    assert move_futility(battle, Move("protect", 9)).user_state  # the singles_sets flag
     assert not fails(battle, "protect")
 
 

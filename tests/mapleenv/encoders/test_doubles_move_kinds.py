@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from poke_env.battle.move import Move
 
-from mapleenv.encoders.doubles import KIND_NAMES, _kind
+from mapleenv.encoders.doubles.basic import KIND_NAMES, _kind
 
 
 def test_recharge_has_no_kind_and_fake_out_is_priority_and_first_turn() -> None:

@@ -1,4 +1,4 @@
-"""SimpleEncoder on hand-built and recorded battles, and the encoder registry (no server)."""
+"""SinglesBasicEncoder on hand-built and recorded battles, and the encoder registry (no server)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from poke_env.battle.status import Status
 
 from mapleenv.encoders import (
     ENCODERS,
-    SimpleEncoder,
+    SinglesBasicEncoder,
     check_game_type,
     make_encoder,
     observation_box,
     register_encoder,
 )
-from mapleenv.encoders.simple import BOOSTS, TYPES
+from mapleenv.encoders.singles.basic import BOOSTS, TYPES
 
 
 def _pikachu_vs_gyarados():
@@ -36,7 +36,7 @@ def _pikachu_vs_gyarados():
 
 
 def test_simple_encoder_hand_worked_vector():
-    encoder = SimpleEncoder()
+    encoder = SinglesBasicEncoder()
     own = [0.5, 1, 0, 0, 0, 1, 1, 0, 0] + [0] * 9  # hp, active, fainted x6
     opp = [0.4, 1, 1, 0] + [1, 0, 0, 0] * 5  # unseen count as full HP
     types = np.zeros(2 * len(TYPES))
@@ -56,7 +56,7 @@ def test_simple_encoder_hand_worked_vector():
 
 
 def test_recorded_battles_encode_inside_the_box():
-    encoder = SimpleEncoder()
+    encoder = SinglesBasicEncoder()
     box = observation_box(encoder)
     assert RECORDED_BATTLES
     for path in RECORDED_BATTLES:
@@ -69,9 +69,9 @@ def test_recorded_battles_encode_inside_the_box():
 
 
 def test_registry_by_name_module_path_and_instance():
-    assert isinstance(make_encoder("simple"), SimpleEncoder)
-    assert isinstance(make_encoder("mapleenv.encoders:SimpleEncoder"), SimpleEncoder)
-    instance = SimpleEncoder()
+    assert isinstance(make_encoder("singles_basic"), SinglesBasicEncoder)
+    assert isinstance(make_encoder("mapleenv.encoders:SinglesBasicEncoder"), SinglesBasicEncoder)
+    instance = SinglesBasicEncoder()
     assert make_encoder(instance) is instance
 
     class Tiny:
@@ -87,7 +87,7 @@ def test_registry_by_name_module_path_and_instance():
         assert isinstance(make_encoder("tiny-test"), Tiny)
     finally:
         ENCODERS.pop("tiny-test")
-    with pytest.raises(ValueError, match="unknown encoder 'nope'.*simple"):
+    with pytest.raises(ValueError, match="unknown encoder 'nope'.*singles_basic"):
         make_encoder("nope")
     with pytest.raises(TypeError):
         make_encoder(object())
@@ -103,12 +103,15 @@ def test_an_encoder_of_the_other_game_names_every_registered_one_that_fits():
     register_encoder("plugin-doubles-test", PluginDoubles)
     try:
         with pytest.raises(ValueError) as doubles:
-            check_game_type(SimpleEncoder(), "simple", "gen9randomdoublesbattle")
+            check_game_type(SinglesBasicEncoder(), "singles_basic", "gen9randomdoublesbattle")
         with pytest.raises(ValueError) as singles:
             check_game_type(PluginDoubles(), "plugin-doubles-test", "gen9randombattle")
     finally:
         ENCODERS.pop("plugin-doubles-test")
     assert str(doubles.value).endswith(
-        "is a doubles format: use encoder=doubles, doubles2, doubles3 or plugin-doubles-test"
+        "is a doubles format: use encoder=doubles_basic, doubles_calc, doubles_entities or "
+        "plugin-doubles-test"
     )
-    assert str(singles.value).endswith("is a singles format: use encoder=rich, rich2 or simple")
+    assert str(singles.value).endswith(
+        "is a singles format: use encoder=singles_basic, singles_entities or singles_sets"
+    )

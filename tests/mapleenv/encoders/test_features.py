@@ -6,8 +6,11 @@ poke-env's own parser (no server needed); values are checked for known situation
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -18,10 +21,20 @@ from poke_env.calc import calculate_damage
 
 from mapleenv.actions import action_mask, move_slots
 from mapleenv.encoders import make_encoder, observation_box
-from mapleenv.encoders.rich import dex, docs, encoder, layout, vocab
-from mapleenv.encoders.rich.damage import boost_multiplier
-from mapleenv.encoders.rich.encoder import RichEncoder
-from mapleenv.encoders.simple import SimpleEncoder
+from mapleenv.encoders.features import dex, layout, vocab
+from mapleenv.encoders.features.damage import boost_multiplier
+from mapleenv.encoders.singles import entities as encoder
+from mapleenv.encoders.singles.basic import SinglesBasicEncoder
+from mapleenv.encoders.singles.entities import SinglesEntitiesEncoder
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _load_script(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def feature(vec: np.ndarray, block: str, name: str, rep: int = 0, k: int = 0) -> float:
@@ -36,11 +49,11 @@ def one_hot(vec: np.ndarray, block: str, name: str, rep: int = 0) -> np.ndarray:
 
 
 @pytest.fixture
-def enc() -> RichEncoder:
-    return RichEncoder()
+def enc() -> SinglesEntitiesEncoder:
+    return SinglesEntitiesEncoder()
 
 
-def _assert_valid(enc: RichEncoder, vec: np.ndarray) -> None:
+def _assert_valid(enc: SinglesEntitiesEncoder, vec: np.ndarray) -> None:
     assert vec.dtype == np.float32 and vec.shape == (enc.size,)
     assert np.isfinite(vec).all()
     bad = np.nonzero((vec < enc.low) | (vec > enc.high))[0]
@@ -51,27 +64,29 @@ def _assert_valid(enc: RichEncoder, vec: np.ndarray) -> None:
 # ---------------------------------------------------------------- layout, registry, docs
 
 
-def test_layout_bounds_and_names_cover_every_feature(enc: RichEncoder) -> None:
+def test_layout_bounds_and_names_cover_every_feature(enc: SinglesEntitiesEncoder) -> None:
     assert enc.size == layout.SIZE == len(layout.feature_names())
     assert enc.low.shape == enc.high.shape == (enc.size,)
     assert (enc.low < enc.high).all()
     assert len(set(layout.feature_names())) == enc.size
 
 
-def test_registered_as_rich() -> None:
-    made = make_encoder("rich")
-    assert isinstance(made, RichEncoder)
+def test_registered_as_singles_entities() -> None:
+    made = make_encoder("singles_entities")
+    assert isinstance(made, SinglesEntitiesEncoder)
     box = observation_box(made)
     assert box.shape == (layout.SIZE,)
 
 
 def test_docs_are_generated_from_the_layout() -> None:
+    docs = _load_script(REPO / "scripts" / "docs" / "render_observation.py")
     text = docs.DOC_PATH.read_text()
-    assert text == docs.render(), "run `python -m mapleenv.encoders.rich.docs`"
+    assert text == docs.render(), "run `python scripts/docs/render_observation.py`"
     totals = re.findall(r"\| \*\*total\*\* \| \*\*(\d+)\*\*", text)
-    sizes = [SimpleEncoder().size, *(make_encoder(f"doubles{n}").size for n in ("", 2, 3))]
-    sizes.append(RichEncoder().size)
-    sizes.append(make_encoder("rich2").size)
+    doubles = ("doubles_basic", "doubles_calc", "doubles_entities")
+    sizes = [SinglesBasicEncoder().size, *(make_encoder(name).size for name in doubles)]
+    sizes.append(SinglesEntitiesEncoder().size)
+    sizes.append(make_encoder("singles_sets").size)
     assert [int(t) for t in totals] == sizes
 
 
@@ -92,7 +107,7 @@ def test_item_and_ability_groups_are_disjoint() -> None:
 # ---------------------------------------------------------------- known situations
 
 
-def test_super_effective_move_beats_resisted_one(enc: RichEncoder) -> None:
+def test_super_effective_move_beats_resisted_one(enc: SinglesEntitiesEncoder) -> None:
     # Snorlax (no STAB on either) vs Azumarill (Water/Fairy): Electric 2x, Water 0.5x.
     battle = make_battle(
         [own_mon("Snorlax", ("thunderbolt", "surf"), active=True)], [("Azumarill", 80, 100)]
@@ -108,7 +123,7 @@ def test_super_effective_move_beats_resisted_one(enc: RichEncoder) -> None:
     assert feature(vec, "moves", "stab", 0) == 0.0
 
 
-def test_damage_is_the_calculators_mean_roll_over_target_hp(enc: RichEncoder) -> None:
+def test_damage_is_the_calculators_mean_roll_over_target_hp(enc: SinglesEntitiesEncoder) -> None:
     battle = make_battle(
         [own_mon("Garchomp", ("earthquake", "dragonclaw"), active=True)], [("Heatran", 86, 60)]
     )
@@ -132,7 +147,7 @@ def test_damage_is_the_calculators_mean_roll_over_target_hp(enc: RichEncoder) ->
     assert feature(vec, "moves", "stab", 0) == 1.0
 
 
-def test_immune_target_takes_no_damage(enc: RichEncoder) -> None:
+def test_immune_target_takes_no_damage(enc: SinglesEntitiesEncoder) -> None:
     battle = make_battle(
         [own_mon("Garchomp", ("earthquake",), active=True)], [("Corviknight", 80, 100)]
     )
@@ -142,7 +157,7 @@ def test_immune_target_takes_no_damage(enc: RichEncoder) -> None:
     assert feature(vec, "moves", "ko", 0) == 0.0
 
 
-def test_boosts_are_encoded_and_scale_damage(enc: RichEncoder) -> None:
+def test_boosts_are_encoded_and_scale_damage(enc: SinglesEntitiesEncoder) -> None:
     own = [own_mon("Snorlax", ("thunderbolt",), active=True)]
     plain = enc.encode(make_battle(own, [("Azumarill", 80, 100)]))
     boosted_battle = make_battle(
@@ -173,7 +188,7 @@ def test_boosts_are_encoded_and_scale_damage(enc: RichEncoder) -> None:
     assert feature(boosted, "moves", "damage") == pytest.approx((low + high) / 2 / hp, rel=0.05)
 
 
-def test_fainted_bench_mon_is_flagged(enc: RichEncoder) -> None:
+def test_fainted_bench_mon_is_flagged(enc: SinglesEntitiesEncoder) -> None:
     battle = make_battle(
         [
             own_mon("Pikachu", ("thunderbolt",), active=True),
@@ -191,7 +206,7 @@ def test_fainted_bench_mon_is_flagged(enc: RichEncoder) -> None:
     assert feature(vec, "battle", "own_alive") == pytest.approx(2 / 6)
 
 
-def test_opponent_faint_and_unrevealed_slots(enc: RichEncoder) -> None:
+def test_opponent_faint_and_unrevealed_slots(enc: SinglesEntitiesEncoder) -> None:
     battle = make_battle(
         [own_mon("Pikachu", ("thunderbolt",), active=True)],
         [("Gyarados", 80, 100), ("Azumarill", 80, 100)],
@@ -207,7 +222,7 @@ def test_opponent_faint_and_unrevealed_slots(enc: RichEncoder) -> None:
     assert feature(vec, "battle", "opponent_revealed") == pytest.approx(2 / 6)
 
 
-def test_weather_terrain_hazards_and_screens(enc: RichEncoder) -> None:
+def test_weather_terrain_hazards_and_screens(enc: SinglesEntitiesEncoder) -> None:
     battle = make_battle(
         [own_mon("Pikachu", ("thunderbolt",), active=True)],
         [("Gyarados", 80, 100)],
@@ -239,7 +254,7 @@ def test_weather_terrain_hazards_and_screens(enc: RichEncoder) -> None:
     assert ours[vocab.SIDE_INDEX[SideCondition.STEALTH_ROCK]] == 0.0
 
 
-def test_tera_type_terastallization_and_status(enc: RichEncoder) -> None:
+def test_tera_type_terastallization_and_status(enc: SinglesEntitiesEncoder) -> None:
     battle = make_battle(
         [own_mon("Pikachu", ("thunderbolt",), active=True, tera="Water")],
         [("Gyarados", 80, 100)],
@@ -261,7 +276,7 @@ def test_tera_type_terastallization_and_status(enc: RichEncoder) -> None:
     assert feature(vec, "moves", "effectiveness") == 0.5
 
 
-def test_item_and_ability_flags(enc: RichEncoder) -> None:
+def test_item_and_ability_flags(enc: SinglesEntitiesEncoder) -> None:
     battle = make_battle(
         [
             own_mon(
@@ -291,7 +306,7 @@ def test_item_and_ability_flags(enc: RichEncoder) -> None:
     assert flags[list(vocab.ITEM_GROUPS).index("leftovers")] == 1.0
 
 
-def test_threat_guesses_then_uses_revealed_move(enc: RichEncoder) -> None:
+def test_threat_guesses_then_uses_revealed_move(enc: SinglesEntitiesEncoder) -> None:
     own = [own_mon("Heatran", ("magmastorm",), level=80, active=True)]
     vec = enc.encode(make_battle(own, [("Garchomp", 80, 100)]))
     assert feature(vec, "threat", "revealed") == 0.0
@@ -307,7 +322,7 @@ def test_threat_guesses_then_uses_revealed_move(enc: RichEncoder) -> None:
     assert feature(vec, "threat", "ko") in (0.0, 1.0)
 
 
-def test_speed_comparison_and_trick_room(enc: RichEncoder) -> None:
+def test_speed_comparison_and_trick_room(enc: SinglesEntitiesEncoder) -> None:
     own = [own_mon("Snorlax", ("bodyslam",), active=True)]
     vec = enc.encode(make_battle(own, [("Weavile", 80, 100)]))
     assert feature(vec, "speed", "faster") == 0.0
@@ -322,7 +337,7 @@ def test_speed_comparison_and_trick_room(enc: RichEncoder) -> None:
     assert feature(vec, "speed", "faster") == 1.0
 
 
-def test_move_slots_follow_action_order_and_availability(enc: RichEncoder) -> None:
+def test_move_slots_follow_action_order_and_availability(enc: SinglesEntitiesEncoder) -> None:
     moves = ("swordsdance", "earthquake", "dragonclaw", "stealthrock")
     battle = make_battle(
         [own_mon("Garchomp", moves, active=True)], [("Gyarados", 80, 100)], disabled=("dragonclaw",)
@@ -344,7 +359,9 @@ def test_move_slots_follow_action_order_and_availability(enc: RichEncoder) -> No
     assert one_hot(vec, "moves", "category", 3)[2] == 1.0
 
 
-def test_encoding_leaves_the_battle_untouched_and_is_repeatable(enc: RichEncoder) -> None:
+def test_encoding_leaves_the_battle_untouched_and_is_repeatable(
+    enc: SinglesEntitiesEncoder,
+) -> None:
     battle = make_battle(
         [own_mon("Garchomp", ("earthquake",), active=True)],
         [("Heatran", 86, 60)],
@@ -358,12 +375,14 @@ def test_encoding_leaves_the_battle_untouched_and_is_repeatable(enc: RichEncoder
     assert enc.damage.calls == calls  # served from the cache
     np.testing.assert_array_equal(first, second)
     assert (dict(opp.stats), dict(opp.boosts), dict(battle.active_pokemon.boosts)) == before
-    assert RichEncoder().encode(battle).tolist() == first.tolist()  # cold cache, same values
+    assert (
+        SinglesEntitiesEncoder().encode(battle).tolist() == first.tolist()
+    )  # cold cache, same values
 
 
 @pytest.mark.parametrize("path", RECORDED_BATTLES, ids=lambda p: p.name.split(".")[0])
 def test_recorded_battles_encode_within_bounds_and_match_the_mask(path) -> None:
-    enc = RichEncoder()
+    enc = SinglesEntitiesEncoder()
 
     def check(battle: Battle) -> int:
         vec = enc.encode(battle)
@@ -386,19 +405,19 @@ def test_recorded_battles_encode_within_bounds_and_match_the_mask(path) -> None:
     assert enc.damage.failures == 0
 
 
-def test_threat_skips_a_move_our_ability_makes_useless(enc: RichEncoder) -> None:
+def test_threat_skips_a_move_our_ability_makes_useless(enc: SinglesEntitiesEncoder) -> None:
     # Earthquake scores best against Steel/Psychic Bronzong, but Levitate makes it miss:
     # the calculator says 0, so the next candidate is tried.
     own = [own_mon("Bronzong", ("gyroball",), active=True, ability="levitate")]
     battle = make_battle(own, [("Garchomp", 80, 100)])
-    only_first = RichEncoder(threat_calcs=1).encode(battle)
+    only_first = SinglesEntitiesEncoder(threat_calcs=1).encode(battle)
     assert feature(only_first, "threat", "damage") == 0.0  # Earthquake vs Levitate
     vec = enc.encode(battle)
     assert feature(vec, "threat", "damage") > 0.0  # e.g. Fire Fang, 2x on Steel
     assert feature(vec, "threat", "revealed") == 0.0
 
 
-def test_doubles_battles_are_rejected_clearly(enc: RichEncoder) -> None:
+def test_doubles_battles_are_rejected_clearly(enc: SinglesEntitiesEncoder) -> None:
     battle = DoubleBattle("battle-gen9randomdoublesbattle-1", "me", logging.getLogger("t"), gen=9)
     with pytest.raises(TypeError, match="singles"):
         enc.encode(battle)

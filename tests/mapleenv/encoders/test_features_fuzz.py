@@ -2,8 +2,9 @@
 
 Two poke-env ``RandomPlayer``s battle each other; every state either of them has to
 decide on is encoded and checked: no exception, float32 of the right size, finite, within
-the encoder's ``low``/``high`` bounds. The encoder is ``rich2``, which runs ``rich`` for
-its first 1453 features and then the futile-move and random-battle-set blocks.
+the encoder's ``low``/``high`` bounds. The encoder is ``singles_sets``, which runs
+``singles_entities`` for its first 1453 features and then the futile-move and random-battle-set
+blocks.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from poke_env.battle import AbstractBattle
 from poke_env.player import RandomPlayer
 from poke_env.player.battle_order import BattleOrder
 
-from mapleenv.encoders.rich import layout
-from mapleenv.encoders.rich.rich2 import Rich2Encoder
+from mapleenv.encoders.features import layout
+from mapleenv.encoders.singles.sets import SinglesSetsEncoder
 
 BATTLES = 20
 
@@ -28,7 +29,7 @@ class EncodingRandomPlayer(RandomPlayer):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.encoder = Rich2Encoder()
+        self.encoder = SinglesSetsEncoder()
         self.states = 0
         self.problems: list[str] = []
 
@@ -42,7 +43,7 @@ class EncodingRandomPlayer(RandomPlayer):
                 ~np.isfinite(vec) | (vec < self.encoder.low) | (vec > self.encoder.high)
             )[0]
             if len(bad):
-                names = layout.RICH2.feature_names()
+                names = layout.SINGLES_SETS.feature_names()
                 self.problems.append(
                     f"{battle.battle_tag} turn {battle.turn}: "
                     f"{[(names[i], float(vec[i])) for i in bad]}"

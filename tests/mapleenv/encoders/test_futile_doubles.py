@@ -8,7 +8,7 @@ import logging
 
 from poke_env.battle import DoubleBattle, Move
 
-from mapleenv.encoders.rich.certain import doubles_targets, fails_against
+from mapleenv.encoders.features.certain import doubles_targets, fails_against
 
 
 def _battle(*actives: str, foes_tera_used: bool = True) -> DoubleBattle:

@@ -1,4 +1,4 @@
-"""Futile-move flags (encoders/rich/futility.py) on battles built from protocol lines."""
+"""Futile-move flags (encoders/features/futility.py) on battles built from protocol lines."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from builders import make_battle, own_mon
 from poke_env.battle import Move
 
-from mapleenv.encoders.rich.futility import Futility, move_futility
+from mapleenv.encoders.features.futility import Futility, move_futility
 
 
 def flags(battle, move_id: str, abilities=None) -> Futility:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mapleenv.encoders.rich import layout
+from mapleenv.encoders.features import layout
 from mapleenv.policies.attention import N_ACTIONS
 from trainer.config import ModelConfig
 from trainer.policy import build_policy, policy_spec
@@ -14,7 +14,7 @@ ENVS, STEPS = 3, 7
 POKEMON = layout.LAYOUT[0].width
 
 
-def make_policy(layers: int = 1, lay: layout.Layout = layout.RICH) -> torch.nn.Module:
+def make_policy(layers: int = 1, lay: layout.Layout = layout.SINGLES_ENTITIES) -> torch.nn.Module:
     torch.manual_seed(0)
     cfg = ModelConfig(
         kind="attention",
@@ -27,7 +27,7 @@ def make_policy(layers: int = 1, lay: layout.Layout = layout.RICH) -> torch.nn.M
     return build_policy(lay.size, N_ACTIONS, cfg).eval()
 
 
-def observations(*lead: int, lay: layout.Layout = layout.RICH) -> torch.Tensor:
+def observations(*lead: int, lay: layout.Layout = layout.SINGLES_ENTITIES) -> torch.Tensor:
     """Random observations within bounds, every Pokémon and move slot present."""
     low, high = (torch.from_numpy(b) for b in lay.bounds())
     obs = low + (high - low) * torch.rand(*lead, lay.size)
@@ -49,7 +49,7 @@ def legal(*lead: int) -> torch.Tensor:
 
 @pytest.mark.parametrize(
     ("layers", "lay"),
-    [(1, layout.RICH), (2, layout.RICH), (1, layout.RICH2)],
+    [(1, layout.SINGLES_ENTITIES), (2, layout.SINGLES_ENTITIES), (1, layout.SINGLES_SETS)],
     ids=lambda v: v.name if isinstance(v, layout.Layout) else str(v),
 )
 def test_sequence_replay_equals_stepping(layers: int, lay: layout.Layout) -> None:
@@ -137,7 +137,7 @@ def test_checkpoint_spec_round_trips(tmp_path) -> None:
 
 
 def test_attention_needs_the_rich_layout() -> None:
-    with pytest.raises(ValueError, match="env.encoder=rich"):
+    with pytest.raises(ValueError, match="env.encoder=singles_sets"):
         build_policy(116, N_ACTIONS, ModelConfig(kind="attention"))
 
 
@@ -146,7 +146,7 @@ def test_rich_policies_keep_their_parameters_and_rich2_reads_its_blocks() -> Non
     a rich2 policy scores move k from move_futility[k] and reads opponent_sets."""
     rich = make_policy()
     assert not any("futility" in k or "sets" in k for k in rich.state_dict())
-    policy, lay = make_policy(lay=layout.RICH2), layout.RICH2
+    policy, lay = make_policy(lay=layout.SINGLES_SETS), layout.SINGLES_SETS
     obs, mask, hidden = observations(1, lay=lay), legal(1), policy.initial_state(1)
     with torch.no_grad():
         base, value, _ = policy(obs, mask, hidden, torch.ones(1))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mapleenv.encoders.rich import layout
+from mapleenv.encoders.features import layout
 from mapleenv.policies.attention import N_ACTIONS
 from trainer.config import ModelConfig
 from trainer.policy import build_policy
@@ -25,7 +25,11 @@ KINDS = {
         7,
     ),
     "mlp": ({"kind": "mlp", "encoder_sizes": [16], "head_sizes": [8]}, 20, 7),
-    "attention": ({"kind": "attention", **SMALL_ATTENTION}, layout.RICH.size, N_ACTIONS),
+    "attention": (
+        {"kind": "attention", **SMALL_ATTENTION},
+        layout.SINGLES_ENTITIES.size,
+        N_ACTIONS,
+    ),
 }
 
 

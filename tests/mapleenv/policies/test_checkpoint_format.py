@@ -1,6 +1,6 @@
 """Checkpoint format 2 (docs/training.md, docs/security.md): plain data read with
 ``weights_only=True``; a pickle that would run code, an older pickled checkpoint or a foreign
-file is one line (exit code 2 from every CLI); ``scripts/checkpoint/convert_checkpoint.py`` is the
+file is one line (exit code 2 from every CLI); ``maple-convert-checkpoint`` is the
 one trust step; plugins come only from the user, never from a checkpoint."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def _cli_cases(evil: Path, good: Path, tmp: Path) -> dict[str, list[str]]:
             hydra,
         ],
         "export": [
-            str(ROOT / "scripts" / "checkpoint" / "export_checkpoint.py"),
+            *("-m", "trainer.apps.export_checkpoint"),
             str(evil),
             str(tmp / "x.pt"),
         ],
@@ -172,16 +172,16 @@ def test_an_older_checkpoint_says_how_to_convert_it(tmp_path: Path):
 
 @pytest.mark.integration
 def test_convert_refuses_what_is_not_a_maple_checkpoint(tmp_path: Path):
-    script = str(ROOT / "scripts" / "checkpoint" / "convert_checkpoint.py")
+    script = ("-m", "trainer.apps.convert_checkpoint")
     garbage = tmp_path / "garbage.pt"
     garbage.write_bytes(os.urandom(4096))
     foreign = tmp_path / "foreign.pt"
     torch.save({"weights": np.zeros(3)}, foreign)
     for bad, why in ((garbage, "cannot read"), (foreign, "not a Maple checkpoint")):
-        code, out = run_cli(script, str(bad), str(tmp_path / "new.pt"))
+        code, out = run_cli(*script, str(bad), str(tmp_path / "new.pt"))
         assert code == 2 and out.count("\n") == 1, out
         assert out.startswith("convert_checkpoint: ") and why in out and str(bad) in out
-    code, out = run_cli(script, str(tmp_path / "missing.pt"), str(tmp_path / "new.pt"))
+    code, out = run_cli(*script, str(tmp_path / "missing.pt"), str(tmp_path / "new.pt"))
     assert code == 2 and "checkpoint not found" in out
     assert not (tmp_path / "new.pt").exists()
 
@@ -191,9 +191,7 @@ def test_a_converted_older_checkpoint_keeps_its_state_and_evaluates(tmp_path: Pa
     old = write_format_1(tmp_path / "old.pt")
     before = torch.load(old, weights_only=False)  # the test's own file
     new = tmp_path / "new.pt"
-    code, out = run_cli(
-        str(ROOT / "scripts" / "checkpoint" / "convert_checkpoint.py"), str(old), str(new)
-    )
+    code, out = run_cli("-m", "trainer.apps.convert_checkpoint", str(old), str(new))
     assert code == 0, out
     summary = json.loads(out.splitlines()[-1])
     assert summary["source_format"] == 1 and summary["format_version"] == 2
@@ -332,9 +330,9 @@ def write_plugin(directory: Path, name: str, marker: Path) -> str:
     """A plugin module that leaves ``marker`` when imported (and registers an encoder)."""
     (directory / f"{name}.py").write_text(
         f"open({str(marker)!r}, 'w').close()\n"
-        "from mapleenv.encoders import SimpleEncoder\n"
+        "from mapleenv.encoders import SinglesBasicEncoder\n"
         "def make():\n"
-        "    return SimpleEncoder()\n"
+        "    return SinglesBasicEncoder()\n"
     )
     return name
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from mapleenv.actions.doubles import action_space_size, slot_space_size
-from mapleenv.encoders.rich.doubles3 import LAYOUT
+from mapleenv.encoders.doubles.entities import LAYOUT
 from mapleenv.policies import (
     CheckpointError,
     batch1_step,
@@ -47,7 +47,7 @@ def inputs(batch: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_it_reads_the_doubles3_layout_only() -> None:
-    with pytest.raises(ValueError, match="use env.encoder=doubles3"):
+    with pytest.raises(ValueError, match="use env.encoder=doubles_entities"):
         build_policy(LAYOUT.size - 1, A, ModelConfig(kind="attention", **SMALL))
     with pytest.raises(ValueError, match="action_head auto or pair"):
         net(action_head="flat")

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from mapleenv.encoders.rich import layout
+from mapleenv.encoders.features import layout
 from mapleenv.policies import ModelConfig, batch1_step, build_policy, zero_state
 from mapleenv.policies.attention import N_ACTIONS
 
@@ -23,7 +23,11 @@ def network(kind: str, obs_dim: int) -> nn.Module:
 
 @pytest.mark.parametrize(
     ("kind", "obs_dim"),
-    [("attention", layout.RICH.size), ("attention", layout.RICH2.size), ("lstm", 40)],
+    [
+        ("attention", layout.SINGLES_ENTITIES.size),
+        ("attention", layout.SINGLES_SETS.size),
+        ("lstm", 40),
+    ],
 )
 def test_traced_step_follows_the_eager_network_over_a_battle(kind: str, obs_dim: int) -> None:
     net = network(kind, obs_dim)

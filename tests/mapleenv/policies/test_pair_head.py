@@ -12,7 +12,7 @@ import torch
 
 from mapleenv.actions.doubles import action_space_size, slot_space_size
 from mapleenv.encoders import make_encoder
-from mapleenv.encoders.rich import layout
+from mapleenv.encoders.features import layout
 from mapleenv.policies import (
     CheckpointError,
     PairHead,
@@ -223,9 +223,13 @@ def test_pair_needs_a_square_space_and_attention_refuses_it() -> None:
     small = {"token_size": 16, "attention_heads": 2, "hidden_size": 8}
     with pytest.raises(ValueError, match="action_head=pair needs model.kind lstm or mlp"):
         build_policy(
-            layout.RICH.size, N_ACTIONS, ModelConfig(kind="attention", action_head="pair", **small)
+            layout.SINGLES_ENTITIES.size,
+            N_ACTIONS,
+            ModelConfig(kind="attention", action_head="pair", **small),
         )
-    attention = build_policy(layout.RICH.size, N_ACTIONS, ModelConfig(kind="attention", **small))
+    attention = build_policy(
+        layout.SINGLES_ENTITIES.size, N_ACTIONS, ModelConfig(kind="attention", **small)
+    )
     assert "action_head" not in policy_spec(attention)["model"]
 
 

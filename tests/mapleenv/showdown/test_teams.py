@@ -228,7 +228,7 @@ def test_team_paths_resolve_against_the_start_directory(monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)
     cfg = to_train_config(compose_cfg("+experiment=lstm_ppo_gen9ou"))
     assert cfg.env.team == str(TEAMS) and cfg.env.opponent_team is None
-    assert cfg.env.battle_format == "gen9ou" and cfg.env.encoder == "rich"
+    assert cfg.env.battle_format == "gen9ou" and cfg.env.encoder == "singles_entities"
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match="env.team: no such team file or folder"):
         to_train_config(compose_cfg("+experiment=lstm_ppo_gen9ou"))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mapleenv.actions.doubles import action_space_size, slot_space_size
-from mapleenv.encoders.rich.doubles3 import LAYOUT
+from mapleenv.encoders.doubles.entities import LAYOUT
 from mapleenv.policies import PairHead, sample_actions
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.ppo import evaluate_chunks, ppo_losses, ppo_update

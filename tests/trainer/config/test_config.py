@@ -202,13 +202,13 @@ def test_mask_futile_is_an_env_key_and_an_evaluate_and_play_override() -> None:
 @pytest.mark.parametrize(
     ("overrides", "encoder"),
     [
-        ([], "simple"),
-        (["env.battle_format=gen9randomdoublesbattle"], "doubles"),
-        (["env.battle_format=gen9vgc2025regi"], "doubles"),
+        ([], "singles_basic"),
+        (["env.battle_format=gen9randomdoublesbattle"], "doubles_basic"),
+        (["env.battle_format=gen9vgc2025regi"], "doubles_basic"),
         (["env.battle_format=gen9randomdoublesbattle", "env.encoder=doubles3"], "doubles3"),
         (["env.encoder=rich2"], "rich2"),
-        (["model=attention"], "rich2"),  # what the model reads
-        (["model=attention", "env.battle_format=gen9randomdoublesbattle"], "doubles3"),
+        (["model=attention"], "singles_sets"),  # what the model reads
+        (["model=attention", "env.battle_format=gen9randomdoublesbattle"], "doubles_entities"),
         (["model=attention", "env.encoder=rich"], "rich"),
     ],
 )

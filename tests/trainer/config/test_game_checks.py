@@ -40,7 +40,7 @@ def test_a_doubles_env_with_its_encoder_and_the_lstm_has_no_problem() -> None:
         (
             {"battle_format": DOUBLES, "encoder": "doubles"},
             "attention",
-            ["model=attention reads the doubles3 encoder's tokens"],
+            ["model=attention reads the doubles_entities encoder's tokens"],
         ),
         (
             {"battle_format": DOUBLES, "encoder": "doubles", "opponent": {"calc": 1, "random": 1}},
@@ -51,8 +51,8 @@ def test_a_doubles_env_with_its_encoder_and_the_lstm_has_no_problem() -> None:
             {"encoder": "simple"},
             "attention",
             [
-                "model=attention reads the rich2/rich encoder's tokens on 'gen9randombattle', a "
-                "singles format: set env.encoder=rich2"
+                "model=attention reads the singles_sets/singles_entities encoder's tokens on "
+                "'gen9randombattle', a singles format: set env.encoder=singles_sets"
             ],
         ),
         (

@@ -1,6 +1,6 @@
-"""The shipped doubles agent (``models/attention_ppo_gen9randomdoubles.pt``, README "The doubles
-agent"): a doubles attention policy file the safe loader reads, that evaluates in its own
-format from the CLI and beats random play."""
+"""The shipped doubles agent (``models/attention_ppo_gen9randomdoubles.pt``, models/README.md):
+a doubles attention policy file the safe loader reads, that evaluates in its own format from the
+CLI and beats random play."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def test_doubles_smoke_trains_and_checkpoints(doubles_run: Path) -> None:
     assert all(float(r["kickstart_loss"]) > 0 for r in rows)
     ckpt = load_checkpoint(doubles_run)
     assert ckpt["policy"]["n_actions"] == action_space_size(9, doubles=True)
-    assert snapshot_encoder(ckpt) == "doubles" and ckpt["selfplay"] is not None
+    assert snapshot_encoder(ckpt) == "doubles_basic" and ckpt["selfplay"] is not None
 
 
 def test_the_heuristic_teachers_doubles_choices_are_legal_joint_actions() -> None:
@@ -271,7 +271,7 @@ def test_checkpoints_of_the_other_game_are_refused(
     ]
     for preflight, (config, *overrides) in cases:
         line = _refused(preflight, _compose(config, *overrides), capsys)
-        assert "is a doubles policy (encoder 'doubles', 2209 actions)" in line, line
+        assert "is a doubles policy (encoder 'doubles_basic', 2209 actions)" in line, line
         assert "'gen9randombattle' is a singles format" in line, line
     singles_on_doubles = _compose(
         "evaluate", f"checkpoint={SINGLES}", "battle_format=gen9randomdoublesbattle"

@@ -24,7 +24,7 @@ from trainer.run.checkpoint import load_checkpoint, save_checkpoint
 from trainer.run.selfplay import League, PromotionGate, SelfPlay, SnapshotPool, make_snapshot
 from trainer.run.train import Trainer
 
-OBS_DIM, N_ACTIONS = 116, 26  # SimpleEncoder, gen 9
+OBS_DIM, N_ACTIONS = 116, 26  # SinglesBasicEncoder, gen 9
 
 
 def tiny_policy(seed: int = 0):

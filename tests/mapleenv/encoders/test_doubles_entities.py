@@ -1,7 +1,7 @@
-"""The doubles entity encoder (``encoder="doubles3"``) on real random-doubles battles: every
-vector within its bounds, ``doubles2``'s vector first and unchanged, one block per known
+"""The doubles entity encoder (``encoder="doubles_entities"``) on real random-doubles battles: every
+vector within its bounds, ``doubles_calc``'s vector first and unchanged, one block per known
 Pokémon with the active slots marked on the right ones, and one block per move slot of our
-actives carrying ``doubles2``'s damage estimate."""
+actives carrying ``doubles_calc``'s damage estimate."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from mapleenv import PokemonEnv
 from mapleenv.actions.doubles import NUM_MOVE_SLOTS, move_slots
 from mapleenv.encoders import make_encoder
-from mapleenv.encoders.rich.doubles3 import _ESTIMATE, LAYOUT, TEAM
+from mapleenv.encoders.doubles.entities import _ESTIMATE, LAYOUT, TEAM
 
 pytestmark = pytest.mark.integration
 
@@ -52,10 +52,10 @@ def _check(vec: np.ndarray, battle, context: np.ndarray) -> int:
 
 @pytest.mark.timeout(300)
 def test_real_battles_fill_the_entity_blocks_within_bounds() -> None:
-    encoder, context = make_encoder("doubles3"), make_encoder("doubles2")
+    encoder, context = make_encoder("doubles_entities"), make_encoder("doubles_calc")
     assert encoder.size == LAYOUT.size == context.size + 12 * POKEMON.width + 8 * MOVE.width
     assert encoder.game_types == ("doubles",)
-    env = PokemonEnv("gen9randomdoublesbattle", "max_power", encoder="doubles3", seed=5)
+    env = PokemonEnv("gen9randomdoublesbattle", "max_power", encoder="doubles_entities", seed=5)
     rng = np.random.default_rng(0)
     moves = decisions = 0
     try:
@@ -79,5 +79,5 @@ def test_real_battles_fill_the_entity_blocks_within_bounds() -> None:
 
 
 def test_it_reads_doubles_only() -> None:
-    with pytest.raises(ValueError, match="encoder 'doubles3' reads doubles battles"):
-        PokemonEnv("gen9randombattle", "random", encoder="doubles3")
+    with pytest.raises(ValueError, match="encoder 'doubles_entities' reads doubles battles"):
+        PokemonEnv("gen9randombattle", "random", encoder="doubles_entities")

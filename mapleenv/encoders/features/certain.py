@@ -1,11 +1,11 @@
 """Moves that surely fail this turn, and the action mask without them (``mask_futile``).
 
-:func:`surely_fails` keeps the part of :func:`~mapleenv.encoders.rich.futility.move_futility`
+:func:`surely_fails` keeps the part of :func:`~mapleenv.encoders.features.futility.move_futility`
 that is certain from what our side sees: the rule is that the move fails by the game's
 rules in the state we see, unless the opponent spends its turn changing that state
 (switching out, breaking our substitute, damaging us before Rest). What can change it
 for free or by chance (the target terastallizing, waking up or thawing, a hidden ability,
-item or speed, Protect's 1 in 3) makes a failure only likely: it stays a flag of the rich2
+item or speed, Protect's 1 in 3) makes a failure only likely: it stays a flag of the singles_sets
 encoder and is never masked. The table per condition is in docs/observation.md, "Masking
 futile moves". :func:`without_futile` drops the plain and Tera orders of such moves
 from the legal actions, never all of them.
@@ -26,7 +26,7 @@ from poke_env.battle import (
 )
 from poke_env.player.battle_order import BattleOrder, DoubleBattleOrder, SingleBattleOrder
 
-from mapleenv.encoders.rich.futility import (
+from mapleenv.encoders.features.futility import (
     FOE_TARGETS,
     MOLD_BREAKERS,
     STATUS_IMMUNE_TYPES,
@@ -40,8 +40,8 @@ from mapleenv.encoders.rich.futility import (
     type_immune,
     user_state_futile,
 )
-from mapleenv.encoders.rich.futility_history import STALLING, sleep_clause_blocks
-from mapleenv.encoders.rich.movetype import TYPE_CHANGING, VARIABLE_TYPE, move_type
+from mapleenv.encoders.features.futility_history import STALLING, sleep_clause_blocks
+from mapleenv.encoders.features.movetype import TYPE_CHANGING, VARIABLE_TYPE, move_type
 
 # moves never judged: not in the move data (Recharge) or always usable (Struggle)
 UNJUDGED = frozenset({"recharge", "struggle"})

@@ -1,8 +1,9 @@
-"""``Rich2Encoder`` (encoder ``rich2``): the ``rich`` observation, unchanged, followed by
-the futile-move flags of our moves and what the opponents' random-battle sets still allow.
+"""``SinglesSetsEncoder`` (encoder ``singles_sets``): the ``singles_entities`` observation,
+unchanged, followed by the futile-move flags of our moves and what the opponents' random-battle
+sets still allow.
 
-Layout :data:`mapleenv.encoders.rich.layout.RICH2` (docs/observation.md). ``rich`` itself
-stays as it was: the shipped agent was trained on it.
+Layout :data:`mapleenv.encoders.features.layout.SINGLES_SETS` (docs/observation.md).
+``singles_entities`` itself stays as it was: agents trained on it load unchanged.
 """
 
 from __future__ import annotations
@@ -13,20 +14,21 @@ import numpy as np
 from poke_env.battle import AbstractBattle, Battle
 
 from mapleenv.actions import move_slots
-from mapleenv.encoders.rich import layout
-from mapleenv.encoders.rich.encoder import RichEncoder
-from mapleenv.encoders.rich.futility import Futility, move_futility
-from mapleenv.encoders.rich.sets import set_summary
+from mapleenv.encoders.features import layout
+from mapleenv.encoders.features.futility import Futility, move_futility
+from mapleenv.encoders.features.random_sets import set_summary
+from mapleenv.encoders.singles.entities import SinglesEntitiesEncoder
 
 logger = logging.getLogger(__name__)
 
-LAYOUT = layout.RICH2
+LAYOUT = layout.SINGLES_SETS
 _FUTILITY = LAYOUT.block("move_futility")
 _SETS = LAYOUT.block("opponent_sets")
 
 
-class Rich2Encoder(RichEncoder):
-    """Encode a singles battle into :data:`layout.RICH2` floats (``rich`` + new blocks)."""
+class SinglesSetsEncoder(SinglesEntitiesEncoder):
+    """Encode a singles battle into :data:`layout.SINGLES_SETS` floats (``singles_entities`` + new
+    blocks)."""
 
     def __init__(self, threat_calcs: int = 3, cache_entries: int = 100_000) -> None:
         super().__init__(threat_calcs, cache_entries)
@@ -34,7 +36,7 @@ class Rich2Encoder(RichEncoder):
         self.low, self.high = LAYOUT.bounds()
 
     def __repr__(self) -> str:
-        return f"Rich2Encoder(size={self.size})"
+        return f"SinglesSetsEncoder(size={self.size})"
 
     def encode(self, battle: AbstractBattle) -> np.ndarray:
         """The observation vector of ``battle`` (float32, shape ``(size,)``)."""

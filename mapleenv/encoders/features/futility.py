@@ -1,11 +1,11 @@
 """Would our move fail or do nothing right now? Pure functions of a poke-env battle.
 
-The rich2 encoder's ``move_futility`` block (docs/observation.md). Move data (category,
+The singles_sets encoder's ``move_futility`` block (docs/observation.md). Move data (category,
 target, flags, healing, status, side conditions, weather, terrain, boosts, immunity
 rules) comes from poke-env's ``Move``, type matchups from its type chart; what poke-env
 does not know (which abilities block which moves, which statuses a type is immune to)
 is the small tables below; conditions that depend on earlier turns (Sleep Clause, Encore,
-Protect twice in a row) are in :mod:`~mapleenv.encoders.rich.futility_history`. Everything
+Protect twice in a row) are in :mod:`~mapleenv.encoders.features.futility_history`. Everything
 is judged from what our side can see: an opponent's unknown ability is a risk
 (:attr:`Futility.ability_risk`), not a certainty.
 """
@@ -32,13 +32,13 @@ from poke_env.battle import (
 )
 from poke_env.battle.side_condition import STACKABLE_CONDITIONS
 
-from mapleenv.encoders.rich import dex
-from mapleenv.encoders.rich.futility_history import (
+from mapleenv.encoders.features import dex
+from mapleenv.encoders.features.futility_history import (
     encore_fails,
     stalling_risky,
     status_prevented,
 )
-from mapleenv.encoders.rich.movetype import move_type
+from mapleenv.encoders.features.movetype import move_type
 
 T = PokemonType
 NEEDS_SLEEP = frozenset({"sleeptalk", "snore"})
@@ -348,7 +348,7 @@ def target_state_futile(
 
 def type_immune(battle: AbstractBattle, me: Pokemon, opp: Pokemon, m: MoveData) -> bool:
     """Whether the target's current types (or Air Balloon) make ``m`` do nothing, judged
-    by the type ``m`` has when used (:func:`~mapleenv.encoders.rich.movetype.move_type`;
+    by the type ``m`` has when used (:func:`~mapleenv.encoders.features.movetype.move_type`;
     never when that type cannot be known)."""
     types = current_types(opp)
     if m.id == "leechseed" or "powder" in m.flags:

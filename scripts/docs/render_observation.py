@@ -1,9 +1,7 @@
-"""Render ``docs/observation.md`` from the encoders (``python -m mapleenv.encoders.rich.docs``).
+"""Render docs/observation.md from the encoders (``python scripts/docs/render_observation.py``).
 
-The simple encoder's table comes from :data:`mapleenv.encoders.simple.BLOCKS`, the rich
-encoder's from :mod:`mapleenv.encoders.rich.layout`. ``--check`` exits 1 if the file differs
-from what the code would write (the test suite checks the same), so the documented features
-always match the encoders.
+Each table comes from an encoder's ``BLOCKS`` or layout (mapleenv/encoders/), so the documented
+features always match the code; ``--check`` exits 1 if the page differs (a test checks it too).
 """
 
 from __future__ import annotations
@@ -12,40 +10,46 @@ import argparse
 import sys
 from pathlib import Path
 
-from mapleenv.encoders import doubles, simple
-from mapleenv.encoders.rich import doubles2, doubles3, layout, vocab
+from mapleenv.encoders.doubles import basic as doubles
+from mapleenv.encoders.doubles import calc as doubles_calc
+from mapleenv.encoders.doubles import entities as doubles_entities
+from mapleenv.encoders.features import layout, vocab
+from mapleenv.encoders.singles import basic as simple
 
-DOC_PATH = Path(__file__).resolve().parents[3] / "docs" / "observation.md"
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "observation.md"
 
 INTRO = """\
 # Observation: the battle encoders
 
 An encoder turns a battle, seen from our side, into one float32 vector whose every feature
 lies inside fixed bounds (the `low`/`high` of the observation `Box`), never NaN or inf.
-`env.encoder=<name>` picks one: for singles `simple` (a singles format's default), `rich` or
-`rich2` (`rich` plus futile-move and random-battle-set features; `model=attention` needs one
-of the two); for doubles `doubles` (a doubles format's default), `doubles2` (`doubles` plus
-stats, speed, damage estimates and matchups) or `doubles3` (`doubles2` plus a block per
-Pokémon and per move; `model=attention` reads it on doubles); `docs/extending.md` adds your
-own. This page is generated from `mapleenv/encoders/simple.py`,
-`mapleenv/encoders/doubles.py`, `mapleenv/encoders/rich/doubles2.py`, `doubles3.py` and
-`mapleenv/encoders/rich/layout.py`
-(`python -m mapleenv.encoders.rich.docs`); a test fails if it drifts from the code.
+`env.encoder=<name>` picks one: for singles `singles_basic` (a singles format's default),
+`singles_entities` or `singles_sets` (`singles_entities` plus futile-move and random-battle-set
+features; `model=attention` needs one of the two); for doubles `doubles_basic` (a doubles format's
+default), `doubles_calc` (`doubles_basic` plus stats, speed, damage estimates and matchups) or
+`doubles_entities` (`doubles_calc` plus a block per Pokémon and per move; `model=attention` reads
+it on doubles); `docs/extending.md` adds your own. This page is generated from
+`mapleenv/encoders/singles/basic.py`, `mapleenv/encoders/doubles/basic.py`, `calc.py`,
+`entities.py` and `mapleenv/encoders/features/layout.py`
+(`python scripts/docs/render_observation.py`); a test fails if it drifts from the code. The
+names before the encoders were grouped by game (`simple`, `rich`, `rich2`, `doubles`,
+`doubles2`, `doubles3`) still name the same encoders (`mapleenv.encoders.ALIASES`), so
+checkpoints that recorded them load unchanged.
 
-## `simple`: {simple_size} hand-made features (the singles default)
+## `singles_basic`: {simple_size} hand-made features (the singles default)
 
-`mapleenv.encoders.simple.SimpleEncoder`: a small baseline encoding, cheap to compute, of
-what is on the field. Absent Pokémon (no active, an empty team slot) leave their features
+`mapleenv.encoders.singles.basic.SinglesBasicEncoder`: a small baseline encoding, cheap to compute,
+of what is on the field. Absent Pokémon (no active, an empty team slot) leave their features
 at 0.
 
 | block | size | offset | range | content |
 |---|---|---|---|---|
 {simple_rows}| **total** | **{simple_size}** | | | |
 
-## `doubles`: {doubles_size} hand-made features (double battles)
+## `doubles_basic`: {doubles_size} hand-made features (double battles)
 
-`mapleenv.encoders.doubles.DoublesEncoder`: the simple encoder's features for two active
-Pokémon a side, plus what doubles adds: each move's damage multiplier against each foe;
+`mapleenv.encoders.doubles.basic.DoublesBasicEncoder`: the singles_basic encoder's features for two
+active Pokémon a side, plus what doubles adds: each move's damage multiplier against each foe;
 spread, Protect, Fake Out, redirection, ally-support and weather or terrain moves; who is
 on a first turn out; Trick Room, Tailwinds, screens, weather and terrain; which slots
 must switch. It reads double battles only (a singles encoder on a doubles format, or this
@@ -56,9 +60,9 @@ numbering (`mapleenv/actions/doubles.py`): our slot *s*, move *k* is sub-action 
 |---|---|---|---|---|
 {doubles_rows}| **total** | **{doubles_size}** | | | |
 
-## `doubles2`: {doubles2_size} features (double battles)
+## `doubles_calc`: {doubles2_size} features (double battles)
 
-`mapleenv.encoders.rich.doubles2.Doubles2Encoder`: the `doubles` features above, unchanged,
+`mapleenv.encoders.doubles.calc.DoublesCalcEncoder`: the `doubles_basic` features above, unchanged,
 then what a damage-reading player decides with: each active's level and stats (ours exact,
 the foe's estimated with random-battle EVs/IVs), who moves first between each of our
 actives and each foe, each move's expected share of each foe's HP (the damage formula's
@@ -70,34 +74,35 @@ foes, Terastallization and the turn. Doubles only.
 |---|---|---|---|---|
 {doubles2_rows}| **total** | **{doubles2_size}** | | | |
 
-## `doubles3`: {doubles3_size} features (double battles, `model=attention`)
+## `doubles_entities`: {doubles3_size} features (double battles, `model=attention`)
 
-`mapleenv.encoders.rich.doubles3.Doubles3Encoder`: the `doubles2` vector above, unchanged, then
-the entities `model=attention` reads as tokens on doubles (docs/doubles.md, "The attention
-policy"): a block per Pokémon, ours in `battle.team` order and the opponent's in reveal
-order, with `rich`'s Pokémon features (below, `own_team` / `opponent_team`; `offense` and
-`defense` against the better of the other side's two actives), which active slot it holds,
-and while active `rich`'s active features (`own_active`: boosts, volatiles); and a block per
-move slot of our two actives.
+`mapleenv.encoders.doubles.entities.DoublesEntitiesEncoder`: the `doubles_calc` vector above,
+unchanged, then the entities `model=attention` reads as tokens on doubles (docs/doubles.md, "The
+attention policy"): a block per Pokémon, ours in `battle.team` order and the opponent's in reveal
+order, with `singles_entities`'s Pokémon features (below, `own_team` / `opponent_team`; `offense`
+and `defense` against the better of the other side's two actives), which active slot it holds,
+and while active `singles_entities`'s active features (`own_active`: boosts, volatiles); and a
+block per move slot of our two actives.
 
 | block | size | offset | content |
 |---|---|---|---|
 {doubles3_rows}| **total** | **{doubles3_size}** | | |
 
 `moves` (width {doubles3_move_width}): `present`, `available`, `pp`, `stab` and the static move
-features (`base_power` on) as in `rich`'s `moves` block below; `effectiveness` (2, [0, 4]): the
-type multiplier on the foe's a and b (0 for an empty foe slot or a status move); `damage` (2,
-[0, 1]): `doubles2`'s `move_estimate` of the move against the foe's a and b.
+features (`base_power` on) as in `singles_entities`'s `moves` block below; `effectiveness` (2, [0,
+4]): the type multiplier on the foe's a and b (0 for an empty foe slot or a status move); `damage`
+(2, [0, 1]): `doubles_calc`'s `move_estimate` of the move against the foe's a and b.
 
-## `rich`: {size} features
+## `singles_entities`: {size} features
 
-`encoder="rich"` (`mapleenv.encoders.rich.RichEncoder`): what a good player looks at.
+`encoder="singles_entities"` (`mapleenv.encoders.singles.entities.SinglesEntitiesEncoder`): what a
+good player looks at.
 
 Slots follow poke-env's `SinglesEnv` action numbering: own team slot *i* is switch action
 *i* (`battle.team` order) and move slot *k* is action 6+*k* (22+*k* with Tera), the first
 four known moves of the active Pokémon (or the request's own moves, e.g. Struggle).
 
-## `rich` blocks
+## `singles_entities` blocks
 
 | block | size | offset | content |
 |---|---|---|---|
@@ -180,9 +185,9 @@ output:
 | move *k* | 4 | `moves[k]` | 6+*k*, 10+*k*, 14+*k*, 18+*k*, 22+*k* (plain/mega/z/max/Tera) |
 | context | 1 | `threat`, `speed`, `field`, `battle` | the value |
 
-With `rich2` the opponent tokens also add `opponent_sets[j]` (through their own linear
+With `singles_sets` the opponent tokens also add `opponent_sets[j]` (through their own linear
 map) and the move tokens `move_futility[k]`; the network reads the layout its observation
-size names (`layout.for_size(obs_dim)`), so `rich` checkpoints load as they were.
+size names (`layout.for_size(obs_dim)`), so `singles_entities` checkpoints load as they were.
 
 Swapping two benched Pokémon in the observation swaps their switch logits and nothing
 else (a test checks it): the network knows which action belongs to which entity.
@@ -190,10 +195,10 @@ else (a test checks it): the network knows which action belongs to which entity.
 
 
 RICH2_INTRO = """
-## `rich2`: {size} features
+## `singles_sets`: {size} features
 
-`encoder="rich2"` (`mapleenv.encoders.rich.Rich2Encoder`): the {rich_size} features of
-`rich`, unchanged and in the same places, followed by:
+`encoder="singles_sets"` (`mapleenv.encoders.singles.sets.SinglesSetsEncoder`): the {rich_size}
+features of `singles_entities`, unchanged and in the same places, followed by:
 
 | block | size | offset | content |
 |---|---|---|---|
@@ -227,7 +232,7 @@ MASK_INTRO = """
 With the env setting `mask_futile` (`env.mask_futile=true`; `mask_futile=true` for
 `trainer.evaluate` and `trainer.play`: docs/evaluation.md) the moves that **surely** fail
 this turn leave `action_mask` and the env's legal actions
-(`mapleenv/encoders/rich/certain.py: surely_fails`, `without_futile`). It works with any
+(`mapleenv/encoders/features/certain.py: surely_fails`, `without_futile`). It works with any
 encoder: the mask is judged from the battle, and no observation changes. Off (the
 default) the mask is the exact legal mask, bit for bit.
 
@@ -346,15 +351,15 @@ def _mask_section() -> str:
 
 
 def _rich2() -> str:
-    lay = layout.RICH2
+    lay = layout.SINGLES_SETS
     parts = [RICH2_INTRO.format(size=lay.size, rich_size=layout.SIZE)]
-    for block in layout.RICH2_BLOCKS:
+    for block in layout.SETS_BLOCKS:
         parts.append(
             f"| `{block.name}` | {block.repeat} x {block.width} | {lay.offsets[block.name]} "
             f"| {block.description} |\n"
         )
     parts.append(f"| **total** | **{lay.size}** | | |\n")
-    for b in layout.RICH2_BLOCKS:
+    for b in layout.SETS_BLOCKS:
         parts.append(_feature_table(f"`{b.name}`", b))
         if b.name == "move_futility":
             parts.append(FUTILITY_NOTES)
@@ -375,15 +380,15 @@ def render() -> str:
     parts = [
         INTRO.format(
             size=layout.SIZE,
-            simple_size=simple.SimpleEncoder().size,
+            simple_size=simple.SinglesBasicEncoder().size,
             simple_rows=_simple_rows(),
-            doubles_size=doubles.DoublesEncoder().size,
+            doubles_size=doubles.DoublesBasicEncoder().size,
             doubles_rows=_simple_rows(doubles.BLOCKS),
-            doubles2_size=doubles2.Doubles2Encoder().size,
-            doubles2_rows=_simple_rows(doubles2.BLOCKS),
-            doubles3_size=doubles3.LAYOUT.size,
-            doubles3_rows=_layout_rows(doubles3.LAYOUT),
-            doubles3_move_width=doubles3.LAYOUT.block("moves").width,
+            doubles2_size=doubles_calc.DoublesCalcEncoder().size,
+            doubles2_rows=_simple_rows(doubles_calc.BLOCKS),
+            doubles3_size=doubles_entities.LAYOUT.size,
+            doubles3_rows=_layout_rows(doubles_entities.LAYOUT),
+            doubles3_move_width=doubles_entities.LAYOUT.block("moves").width,
         )
     ]
     for block in layout.LAYOUT:
@@ -417,16 +422,20 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write (or with ``--check``, verify) ``docs/observation.md``."""
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--check", action="store_true", help="fail if the file is stale")
-    parser.add_argument("--path", type=Path, default=DOC_PATH)
+    parser.add_argument(
+        "--path", type=Path, default=DOC_PATH, help="the page to write (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     text = render()
     if args.check:
         current = args.path.read_text() if args.path.exists() else ""
         if current != text:
             print(
-                f"{args.path} is stale; run `python -m mapleenv.encoders.rich.docs`",
+                f"{args.path} is stale; run `python scripts/docs/render_observation.py`",
                 file=sys.stderr,
             )
             return 1

@@ -1,4 +1,4 @@
-"""The richer doubles encoder (``encoder="doubles2"``) on real random-doubles battles: every
+"""The richer doubles encoder (``encoder="doubles_calc"``) on real random-doubles battles: every
 vector within its bounds, ``doubles``' features first and unchanged, the damage estimate
 zero exactly where the type chart says immune, and the encoder refused on singles."""
 
@@ -10,9 +10,9 @@ import pytest
 from mapleenv import PokemonEnv
 from mapleenv.actions.doubles import NUM_MOVE_SLOTS, move_slots
 from mapleenv.encoders import make_encoder
-from mapleenv.encoders.doubles import DoublesEncoder
-from mapleenv.encoders.rich.doubles2 import BLOCKS, EXTRA_BLOCKS
-from mapleenv.encoders.simple import _multiplier
+from mapleenv.encoders.doubles.basic import DoublesBasicEncoder
+from mapleenv.encoders.doubles.calc import BLOCKS, EXTRA_BLOCKS
+from mapleenv.encoders.singles.basic import _multiplier
 
 pytestmark = pytest.mark.integration
 
@@ -23,19 +23,19 @@ def _offset(name: str) -> int:
 
 
 def test_layout_is_doubles_then_the_extra_blocks() -> None:
-    encoder = make_encoder("doubles2")
-    base = DoublesEncoder()
+    encoder = make_encoder("doubles_calc")
+    base = DoublesBasicEncoder()
     assert encoder.size == base.size + sum(b.size for b in EXTRA_BLOCKS) == len(encoder.low)
     assert encoder.game_types == ("doubles",)
-    with pytest.raises(ValueError, match="encoder 'doubles2' reads doubles battles"):
-        PokemonEnv("gen9randombattle", "random", encoder="doubles2")
+    with pytest.raises(ValueError, match="encoder 'doubles_calc' reads doubles battles"):
+        PokemonEnv("gen9randombattle", "random", encoder="doubles_calc")
 
 
 @pytest.mark.timeout(300)
 def test_real_battles_stay_in_bounds_and_estimates_follow_the_type_chart() -> None:
-    encoder, base = make_encoder("doubles2"), DoublesEncoder()
+    encoder, base = make_encoder("doubles_calc"), DoublesBasicEncoder()
     estimate = _offset("move_estimate")
-    env = PokemonEnv("gen9randomdoublesbattle", "max_power", encoder="doubles2", seed=21)
+    env = PokemonEnv("gen9randomdoublesbattle", "max_power", encoder="doubles_calc", seed=21)
     rng = np.random.default_rng(0)
     checked = 0
     try:

@@ -19,7 +19,7 @@ from poke_env.data import GenData
 from poke_env.data.normalize import to_id_str
 from poke_env.stats import compute_raw_stats
 
-from mapleenv.encoders.rich import vocab
+from mapleenv.encoders.features import vocab
 
 logger = logging.getLogger(__name__)
 

@@ -2,17 +2,17 @@
 uncached code's.
 
 * Recorded battles (``tests/data/*.jsonl.gz`` and ``tests/data/encoder_pins/``) replayed
-  through ``rich`` and ``rich2`` (one encoder each across all battles, as in an env
-  worker) must give exactly the observations stored in ``encoder_pins/expected.npz``,
+  through ``singles_entities`` and ``singles_sets`` (one encoder each across all battles, as in an
+  env worker) must give exactly the observations stored in ``encoder_pins/expected.npz``,
   recorded with the encoders as they were before their per-call caches (commit 33ee176).
   Regenerate (only when the observation is meant to change) with the code to pin::
 
-      PYTHONPATH=. python tests/mapleenv/encoders/test_rich_caches.py --record
+      PYTHONPATH=. python tests/mapleenv/encoders/test_entity_caches.py --record
 
 * Real battles on the direct backend (real Node simulator, fixed seeds): at every step the
   env's long-lived encoder must equal a fresh encoder with every module-level cache
   cleared whose damage calculator reads the battle's own objects, not the read-once
-  views of :mod:`mapleenv.encoders.rich.calcview`.
+  views of :mod:`mapleenv.encoders.features.calcview`.
 """
 
 from __future__ import annotations
@@ -26,20 +26,22 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # conftest, when run as a script
 from conftest import RECORDED_BATTLES, DirectPokemonEnv, replay_decisions  # noqa: E402
 
-from mapleenv.encoders.rich import calcview, profile, sets, threat  # noqa: E402
-from mapleenv.encoders.rich.encoder import RichEncoder  # noqa: E402
-from mapleenv.encoders.rich.rich2 import Rich2Encoder  # noqa: E402
+from mapleenv.encoders.features import calcview, profile, threat
+from mapleenv.encoders.features import random_sets as sets  # noqa: E402
+from mapleenv.encoders.singles.entities import SinglesEntitiesEncoder  # noqa: E402
+from mapleenv.encoders.singles.sets import SinglesSetsEncoder  # noqa: E402
 
 PINS = Path(__file__).resolve().parents[2] / "data" / "encoder_pins"
 PINNED_BATTLES = sorted(RECORDED_BATTLES) + sorted(PINS.glob("*.jsonl.gz"))
 
 
 def encode_recorded() -> dict[str, np.ndarray]:
-    """``rich`` and ``rich2`` observations of every decision of the pinned battles."""
-    rich, rich2 = RichEncoder(), Rich2Encoder()
+    """``singles_entities`` and ``singles_sets`` observations of every decision of the pinned
+    battles, under the names the pins were written with (``rich``, ``rich2``)."""
+    entities, sets = SinglesEntitiesEncoder(), SinglesSetsEncoder()
     out: dict[str, list[np.ndarray]] = {"rich": [], "rich2": []}
     for path in PINNED_BATTLES:
-        pairs, _ = replay_decisions(path, lambda b: (rich.encode(b), rich2.encode(b)))
+        pairs, _ = replay_decisions(path, lambda b: (entities.encode(b), sets.encode(b)))
         out["rich"] += [v1 for v1, _ in pairs]
         out["rich2"] += [v2 for _, v2 in pairs]
     return {name: np.stack(vectors) for name, vectors in out.items()}
@@ -74,8 +76,8 @@ def clear_module_caches() -> None:
         piece.cache_clear()
 
 
-class CheckedEncoder(Rich2Encoder):
-    """``rich2`` that also encodes each state uncached (a fresh encoder, module caches
+class CheckedEncoder(SinglesSetsEncoder):
+    """``singles_sets`` that also encodes each state uncached (a fresh encoder, module caches
     cleared, the calculator on the battle's own objects) and records any difference."""
 
     def __init__(self) -> None:
@@ -86,7 +88,7 @@ class CheckedEncoder(Rich2Encoder):
     def encode(self, battle):  # type: ignore[no-untyped-def]
         vec = super().encode(battle)
         clear_module_caches()
-        reference = Rich2Encoder()
+        reference = SinglesSetsEncoder()
         reference.damage.read_once = False
         fresh = reference.encode(battle)
         self.states += 1

@@ -1,7 +1,7 @@
-"""``RichEncoder``: what a good player looks at, as one fixed float32 vector.
+"""``SinglesEntitiesEncoder``: what a good player looks at, as one fixed float32 vector.
 
 Registered as encoder ``"rich"``. Feature groups (``docs/observation.md`` has every
-feature with its scaling; both are generated from :mod:`mapleenv.encoders.rich.layout`):
+feature with its scaling; both are generated from :mod:`mapleenv.encoders.features.layout`):
 
 ================= ======== ==================================================
 block             size     content
@@ -46,10 +46,10 @@ from poke_env.battle import (
 from poke_env.data import GenData
 
 from mapleenv.actions import move_slots
-from mapleenv.encoders.rich import dex, layout, vocab
-from mapleenv.encoders.rich.damage import DamageEstimator, current_hp
-from mapleenv.encoders.rich.futility import current_types
-from mapleenv.encoders.rich.profile import (
+from mapleenv.encoders.features import dex, layout, vocab
+from mapleenv.encoders.features.damage import DamageEstimator, current_hp
+from mapleenv.encoders.features.futility import current_types
+from mapleenv.encoders.features.profile import (
     VOLATILE_CODES,
     move_max_pp,
     move_static,
@@ -57,7 +57,7 @@ from mapleenv.encoders.rich.profile import (
     request_tera_types,
     speeds,
 )
-from mapleenv.encoders.rich.threat import ThreatEstimator
+from mapleenv.encoders.features.threat import ThreatEstimator
 
 logger = logging.getLogger(__name__)
 
@@ -82,11 +82,11 @@ _PRESENT, _ACTIVE, _FAINTED, _HP = _P["present"], _P["active"], _P["fainted"], _
 _OFFENSE, _DEFENSE = _P["offense"], _P["defense"]
 
 
-class RichEncoder:
+class SinglesEntitiesEncoder:
     """Encode a singles battle (seen from our side) into :data:`layout.SIZE` floats.
 
     :param threat_calcs: at most this many of the opponent's candidate moves go through
-        the damage calculator (:class:`~mapleenv.encoders.rich.threat.ThreatEstimator`).
+        the damage calculator (:class:`~mapleenv.encoders.features.threat.ThreatEstimator`).
     :param cache_entries: bound of the damage-calculator cache.
     """
 
@@ -98,14 +98,14 @@ class RichEncoder:
         self._profiles: dict[tuple[Any, ...], np.ndarray] = {}
 
     def __repr__(self) -> str:
-        return f"RichEncoder(size={self.size})"
+        return f"SinglesEntitiesEncoder(size={self.size})"
 
     # ------------------------------------------------------------------ public API
     def encode(self, battle: AbstractBattle) -> np.ndarray:
         """The observation vector of ``battle`` (float32, shape ``(size,)``)."""
         if not isinstance(battle, Battle):
             raise TypeError(
-                f"RichEncoder encodes singles battles (poke_env Battle), "
+                f"SinglesEntitiesEncoder encodes singles battles (poke_env Battle), "
                 f"got {type(battle).__name__}"
             )
         out = np.zeros(self.size, np.float32)

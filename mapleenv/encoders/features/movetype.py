@@ -17,7 +17,7 @@ T = PokemonType
 
 
 class TypedMove(Protocol):
-    """What is read of a move (:class:`~mapleenv.encoders.rich.futility.MoveData`)."""
+    """What is read of a move (:class:`~mapleenv.encoders.features.futility.MoveData`)."""
 
     @property
     def id(self) -> str: ...

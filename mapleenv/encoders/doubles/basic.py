@@ -1,4 +1,4 @@
-"""The doubles battle encoder (``encoder="doubles"``): the simple encoder's hand-made
+"""The doubles battle encoder (``encoder="doubles_basic"``): the simple encoder's hand-made
 features for two active Pokémon a side, plus what doubles adds (per move: each foe's
 damage multiplier, spread, Protect, Fake Out, redirection, ally support, weather and
 terrain setters; who is on a first turn out; the field's Trick Room, Tailwinds, screens,
@@ -23,8 +23,8 @@ from poke_env.battle.side_condition import SideCondition
 from poke_env.battle.target import Target
 
 from mapleenv.actions.doubles import NUM_MOVE_SLOTS, move_slots
-from mapleenv.encoders.simple import BLOCKS as SIMPLE_BLOCKS
-from mapleenv.encoders.simple import (
+from mapleenv.encoders.singles.basic import BLOCKS as SIMPLE_BLOCKS
+from mapleenv.encoders.singles.basic import (
     BOOSTS,
     MAX_MOVE_SCORE,
     STATUSES,
@@ -127,7 +127,7 @@ BLOCKS: tuple[Block, ...] = (
 )
 
 
-class DoublesEncoder:
+class DoublesBasicEncoder:
     """A small hand-made encoding of double battles (:data:`BLOCKS`); absent Pokémon leave
     their features at 0. ``game_types``: the battles it reads."""
 

@@ -1,4 +1,5 @@
-"""The simple battle encoder (``encoder="simple"``, the singles default): 116 hand-made features.
+"""The simple battle encoder (``encoder="singles_basic"``, the singles default): 116 hand-made
+features.
 
 :data:`BLOCKS` is the layout: the encoder's size and bounds and the simple encoder's table
 in ``docs/observation.md`` are both derived from it.
@@ -94,7 +95,7 @@ BLOCKS: tuple[Block, ...] = (
 )
 
 
-class SimpleEncoder:
+class SinglesBasicEncoder:
     """A small hand-made encoding (:data:`BLOCKS`, 116 features); the baseline encoder.
 
     Absent Pokémon (no active, an empty team slot) leave their features at 0.

@@ -1,5 +1,5 @@
 """Cached pieces of the rich encoding: static move data, per-Pokémon profiles, effective
-speed and Tera types from the request (used by ``RichEncoder``)."""
+speed and Tera types from the request (used by ``SinglesEntitiesEncoder``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from poke_env.battle import AbstractBattle, Move, Pokemon, PokemonType, SideCond
 from poke_env.battle import Status as St
 from poke_env.data import GenData
 
-from mapleenv.encoders.rich import dex, layout, vocab
+from mapleenv.encoders.features import dex, layout, vocab
 
 logger = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ budget, so its results are cached and reused while nothing it reads has changed:
   Moves whose power or category depends on boosts (Stored Power, Punishment, Photon
   Geyser, Tera Blast) run with the real boosts and keep them in their key.
 
-Each call that remains reads :mod:`~mapleenv.encoders.rich.calcview` views of the move
+Each call that remains reads :mod:`~mapleenv.encoders.features.calcview` views of the move
 and the battle, which compute each property the calculator reads once (same rolls).
 
 The calculator needs every stat of both Pokémon; opponents' stats are unknown, so they
-are estimated (:func:`mapleenv.encoders.rich.dex.estimated_stats`: random-battle EVs/IVs,
+are estimated (:func:`mapleenv.encoders.features.dex.estimated_stats`: random-battle EVs/IVs,
 neutral nature, the level Showdown shows). Estimated stats and zeroed boosts are set on
 the Pokémon only for the duration of the call (the battle waits for our order then).
 """
@@ -34,8 +34,8 @@ from typing import Any
 from poke_env.battle import AbstractBattle, Effect, Move, MoveCategory, Pokemon
 from poke_env.calc import calculate_damage
 
-from mapleenv.encoders.rich import dex, vocab
-from mapleenv.encoders.rich.calcview import CalcBattle, calc_move
+from mapleenv.encoders.features import dex, vocab
+from mapleenv.encoders.features.calcview import CalcBattle, calc_move
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class DamageEstimator:
 
     :param max_entries: the cache is cleared when it grows past this.
 
-    The calculator reads :mod:`~mapleenv.encoders.rich.calcview` views of the move and the
+    The calculator reads :mod:`~mapleenv.encoders.features.calcview` views of the move and the
     battle (same result, fewer property look-ups) unless ``read_once`` is set to False.
     """
 

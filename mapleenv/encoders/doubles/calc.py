@@ -1,11 +1,11 @@
-"""The richer doubles encoder (``encoder="doubles2"``): the ``doubles`` features, then what a
+"""The richer doubles encoder (``encoder="doubles_calc"``): the ``doubles`` features, then what a
 damage-reading player (poke-env's heuristic among them) decides with and ``doubles`` leaves
 out: each active's level and stats, who moves first between each of our actives and each
 foe, each move's expected share of each foe's HP, its category, STAB and accuracy, how each
 of our six matches up against the two foes, Terastallization, the turn.
 
 Stats are exact for our Pokémon (the request's) and estimated for the opponent's (random
-battle EVs/IVs, neutral nature: :func:`mapleenv.encoders.rich.dex.estimated_stats`). The
+battle EVs/IVs, neutral nature: :func:`mapleenv.encoders.features.dex.estimated_stats`). The
 damage estimate is the game's formula at the middle roll with STAB, type, spread (0.75),
 burn and the boosts; abilities, items, weather, screens and crits are left out.
 """
@@ -22,11 +22,11 @@ from poke_env.battle.side_condition import SideCondition
 from poke_env.battle.status import Status
 
 from mapleenv.actions.doubles import NUM_MOVE_SLOTS, move_slots
-from mapleenv.encoders.doubles import BLOCKS as DOUBLES_BLOCKS
-from mapleenv.encoders.doubles import SLOTS, SPREAD_TARGETS, DoublesEncoder
-from mapleenv.encoders.rich import dex
-from mapleenv.encoders.rich.damage import boost_factor, boost_multiplier
-from mapleenv.encoders.simple import TEAM_SIZE, Block, _multiplier
+from mapleenv.encoders.doubles.basic import BLOCKS as DOUBLES_BLOCKS
+from mapleenv.encoders.doubles.basic import SLOTS, SPREAD_TARGETS, DoublesBasicEncoder
+from mapleenv.encoders.features import dex
+from mapleenv.encoders.features.damage import boost_factor, boost_multiplier
+from mapleenv.encoders.singles.basic import TEAM_SIZE, Block, _multiplier
 
 STATS = ("hp", "atk", "def", "spa", "spd", "spe")
 STAT_SCALE = 500.0  # a level-100 random-battle stat is rarely above this
@@ -89,14 +89,14 @@ EXTRA_BLOCKS: tuple[Block, ...] = (
 BLOCKS: tuple[Block, ...] = (*DOUBLES_BLOCKS, *EXTRA_BLOCKS)
 
 
-class Doubles2Encoder:
-    """``doubles`` (:class:`~mapleenv.encoders.doubles.DoublesEncoder`) plus
+class DoublesCalcEncoder:
+    """``doubles`` (:class:`~mapleenv.encoders.doubles.basic.DoublesBasicEncoder`) plus
     :data:`EXTRA_BLOCKS`; reads double battles only."""
 
     game_types = ("doubles",)
 
     def __init__(self) -> None:
-        self._base = DoublesEncoder()
+        self._base = DoublesBasicEncoder()
         self._extra = sum(b.size for b in EXTRA_BLOCKS)
         self.size = self._base.size + self._extra
         self.low = np.concatenate([np.full(b.size, b.low, np.float32) for b in BLOCKS])

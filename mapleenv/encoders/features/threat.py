@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from poke_env.battle import AbstractBattle, Move, MoveCategory, Pokemon, PokemonType
 
-from mapleenv.encoders.rich import dex, layout
-from mapleenv.encoders.rich.damage import DamageEstimator, current_hp
-from mapleenv.encoders.rich.profile import move_static
+from mapleenv.encoders.features import dex, layout
+from mapleenv.encoders.features.damage import DamageEstimator, current_hp
+from mapleenv.encoders.features.profile import move_static
 
 _T = layout.Block("threat", 1, layout.THREAT, "").offsets
 # Threat candidates after the first go through the calculator only while their cheap

@@ -1,4 +1,5 @@
-"""Encoder ``rich2``: ``rich`` unchanged plus futile-move and random-battle-set blocks."""
+"""Encoder ``singles_sets``: ``singles_entities`` unchanged plus futile-move and random-battle-set
+blocks."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from conftest import RECORDED_BATTLES, replay_decisions
 from poke_env.battle import PokemonType
 
 from mapleenv.encoders import make_encoder, observation_box
-from mapleenv.encoders.rich import dex, layout, vocab
-from mapleenv.encoders.rich.encoder import RichEncoder
-from mapleenv.encoders.rich.rich2 import Rich2Encoder
-from mapleenv.encoders.rich.sets import knowledge
+from mapleenv.encoders.features import dex, layout, vocab
+from mapleenv.encoders.features.random_sets import knowledge
+from mapleenv.encoders.singles.entities import SinglesEntitiesEncoder
+from mapleenv.encoders.singles.sets import SinglesSetsEncoder
 
 PROPS = layout.SET_PROPERTIES
 
@@ -50,24 +51,25 @@ def test_venusaur_sets_narrow_as_it_reveals_moves() -> None:
     assert knowledge(9, "notapokemon", "notapokemon", frozenset(), None, None).known is False
 
 
-def test_rich2_is_rich_followed_by_the_new_blocks() -> None:
-    assert layout.RICH.size == layout.SIZE == 1453  # the shipped agent's layout
-    assert layout.RICH2.blocks[: len(layout.LAYOUT)] == layout.LAYOUT
-    assert layout.RICH2.size == 1453 + 4 * 7 + 6 * (3 + len(PROPS) + len(vocab.TERA_TYPES))
+def test_singles_sets_is_singles_entities_followed_by_the_new_blocks() -> None:
+    assert layout.SINGLES_ENTITIES.size == layout.SIZE == 1453  # the shipped agent's layout
+    assert layout.SINGLES_SETS.blocks[: len(layout.LAYOUT)] == layout.LAYOUT
+    assert layout.SINGLES_SETS.size == 1453 + 4 * 7 + 6 * (3 + len(PROPS) + len(vocab.TERA_TYPES))
     assert (
-        layout.for_size(1453) is layout.RICH and layout.for_size(layout.RICH2.size) is layout.RICH2
+        layout.for_size(1453) is layout.SINGLES_ENTITIES
+        and layout.for_size(layout.SINGLES_SETS.size) is layout.SINGLES_SETS
     )
     assert layout.for_size(116) is None
-    enc = make_encoder("rich2")
-    assert isinstance(enc, Rich2Encoder) and enc.size == layout.RICH2.size
-    assert len(layout.RICH2.feature_names()) == enc.size
+    enc = make_encoder("singles_sets")
+    assert isinstance(enc, SinglesSetsEncoder) and enc.size == layout.SINGLES_SETS.size
+    assert len(layout.SINGLES_SETS.feature_names()) == enc.size
 
 
 @pytest.mark.parametrize("path", RECORDED_BATTLES, ids=lambda p: p.name)
 def test_recorded_battles_rich_prefix_unchanged_and_in_bounds(path) -> None:
-    rich, rich2 = RichEncoder(), Rich2Encoder()
-    box = observation_box(rich2)
-    pairs, _ = replay_decisions(path, lambda b: (rich.encode(b), rich2.encode(b)))
+    rich, singles_sets = SinglesEntitiesEncoder(), SinglesSetsEncoder()
+    box = observation_box(singles_sets)
+    pairs, _ = replay_decisions(path, lambda b: (rich.encode(b), singles_sets.encode(b)))
     assert pairs
     for v1, v2 in pairs:
         assert np.array_equal(v2[: v1.size], v1)
@@ -81,8 +83,8 @@ def test_encoder_writes_futility_and_sets_in_their_slots() -> None:
     battle = make_battle(
         [me], [("Venusaur", 84, 100)], events=("|move|p2a: Venusaur|Leech Seed|p1a: Clefable",)
     )
-    vec = Rich2Encoder().encode(battle)
-    lay = layout.RICH2
+    vec = SinglesSetsEncoder().encode(battle)
+    lay = layout.SINGLES_SETS
     assert vec[lay.index("move_futility", "futile", 0)] == 0.0  # Moonblast
     assert vec[lay.index("move_futility", "user_state", 1)] == 1.0  # Recover at full HP
     assert vec[lay.index("move_futility", "futile", 2)] == 0.0  # Thunder Wave on Venusaur

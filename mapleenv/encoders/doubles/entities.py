@@ -1,15 +1,15 @@
-"""The doubles entity encoder (``encoder="doubles3"``): ``doubles2``'s vector, unchanged, then
-one block per Pokémon (12) and per move of our two actives (8), the entities that
+"""The doubles entity encoder (``encoder="doubles_entities"``): ``doubles_calc``'s vector,
+unchanged, then one block per Pokémon (12) and per move of our two actives (8), the entities that
 ``model=attention`` reads as tokens on doubles.
 
-``doubles2`` describes the field and the two actives a side well but knows little of the
-benched Pokémon (HP, fainted, a type-matchup summary). A Pokémon block here is the ``rich``
-encoder's (types, Tera type, base stats, level, status, item and ability groups; offense and
-defense against the other side's actives, the best of the two), plus which active slot it
-holds and, while active, its boosts and volatiles. A move block is ``rich``'s static move
-data (power, type, category, accuracy, priority, effects) with its PP, whether it can be
-chosen now, and its type multiplier and expected damage (``doubles2``'s estimate) against
-each foe. Layout: :data:`LAYOUT` (docs/observation.md).
+``doubles_calc`` describes the field and the two actives a side well but knows little of the
+benched Pokémon (HP, fainted, a type-matchup summary). A Pokémon block here is the
+``singles_entities`` encoder's (types, Tera type, base stats, level, status, item and ability
+groups; offense and defense against the other side's actives, the best of the two), plus which
+active slot it holds and, while active, its boosts and volatiles. A move block is
+``singles_entities``'s static move data (power, type, category, accuracy, priority, effects) with
+its PP, whether it can be chosen now, and its type multiplier and expected damage
+(``doubles_calc``'s estimate) against each foe. Layout: :data:`LAYOUT` (docs/observation.md).
 """
 
 from __future__ import annotations
@@ -20,16 +20,17 @@ from poke_env.battle.pokemon import Pokemon
 from poke_env.battle.pokemon_type import PokemonType
 
 from mapleenv.actions.doubles import NUM_MOVE_SLOTS, move_slots
-from mapleenv.encoders.rich import dex, doubles2, layout
-from mapleenv.encoders.rich.encoder import RichEncoder
-from mapleenv.encoders.rich.futility import current_types
-from mapleenv.encoders.rich.layout import Block, Feature
-from mapleenv.encoders.rich.profile import move_max_pp, move_static, request_tera_types
+from mapleenv.encoders.doubles import calc
+from mapleenv.encoders.features import dex, layout
+from mapleenv.encoders.features.futility import current_types
+from mapleenv.encoders.features.layout import Block, Feature
+from mapleenv.encoders.features.profile import move_max_pp, move_static, request_tera_types
+from mapleenv.encoders.singles.entities import SinglesEntitiesEncoder
 
 TEAM = layout.TEAM_SIZE
 MOVES = 2 * NUM_MOVE_SLOTS  # our slot a's four move slots, then slot b's
 
-CONTEXT = tuple(Feature(b.name, b.size, b.low, b.high, b.content) for b in doubles2.BLOCKS)
+CONTEXT = tuple(Feature(b.name, b.size, b.low, b.high, b.content) for b in calc.BLOCKS)
 POKEMON = (
     *layout.POKEMON,
     Feature("slot", 2, 0.0, 1.0, "1 at [0] if in our (or the foe's) active slot a, [1] if b"),
@@ -42,13 +43,13 @@ MOVE = (
     _RICH_MOVE["pp"],
     _RICH_MOVE["stab"],
     Feature("effectiveness", 2, 0.0, 4.0, "type multiplier on the foe's a, b (0: empty, status)"),
-    Feature("damage", 2, 0.0, 1.0, "doubles2's expected damage / the foe's a, b current HP"),
+    Feature("damage", 2, 0.0, 1.0, "doubles_calc's expected damage / the foe's a, b current HP"),
     *layout.MOVE[layout.MOVE.index(_RICH_MOVE["base_power"]) :],  # static per move id
 )
 LAYOUT = layout.Layout(
-    "doubles3",
+    "doubles_entities",
     (
-        Block("context", 1, CONTEXT, "the `doubles2` observation, unchanged"),
+        Block("context", 1, CONTEXT, "the `doubles_calc` observation, unchanged"),
         Block(
             "own_team",
             TEAM,
@@ -73,18 +74,18 @@ _P = LAYOUT.block("own_team").offsets
 _M = LAYOUT.block("moves").offsets
 _POKEMON_WIDTH = LAYOUT.block("own_team").width
 _MOVE_WIDTH = LAYOUT.block("moves").width
-_CONTEXT_NAMES = [b.name for b in doubles2.BLOCKS]
-_ESTIMATE = sum(b.size for b in doubles2.BLOCKS[: _CONTEXT_NAMES.index("move_estimate")])
+_CONTEXT_NAMES = [b.name for b in calc.BLOCKS]
+_ESTIMATE = sum(b.size for b in calc.BLOCKS[: _CONTEXT_NAMES.index("move_estimate")])
 
 
-class Doubles3Encoder:
-    """``doubles2`` plus per-Pokémon and per-move blocks (:data:`LAYOUT`); doubles only."""
+class DoublesEntitiesEncoder:
+    """``doubles_calc`` plus per-Pokémon and per-move blocks (:data:`LAYOUT`); doubles only."""
 
     game_types = ("doubles",)
 
     def __init__(self) -> None:
-        self._context = doubles2.Doubles2Encoder()
-        self._rich = RichEncoder()  # its per-Pokémon profile cache and block writers
+        self._context = calc.DoublesCalcEncoder()
+        self._rich = SinglesEntitiesEncoder()  # its per-Pokémon profile cache and block writers
         self.size = LAYOUT.size
         self.low, self.high = LAYOUT.bounds()
 
@@ -126,7 +127,7 @@ class Doubles3Encoder:
         tera: PokemonType | None,
         opponent: bool,
     ) -> None:
-        """``rich``'s Pokémon block (offense and defense: the best against either of the
+        """``singles_entities``'s Pokémon block (offense and defense: the best against either of the
         other side's actives, whose types are ``other_types``), then its active slot, boosts
         and volatiles."""
         attack_types = self._rich._pokemon(out, o, mon, gen, (), opponent, tera)

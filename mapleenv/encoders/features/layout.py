@@ -5,10 +5,10 @@ team slot), each a tuple of :class:`Feature` groups. Offsets, the ``low``/``high
 bound arrays and the table in ``docs/observation.md`` are all derived from it, so the
 code, the Box and the docs cannot drift apart.
 
-Layouts are versioned (:class:`Layout`): :data:`RICH` (encoder ``rich``, what the shipped
-agent was trained on; the module-level ``LAYOUT``, ``OFFSETS``, ``SIZE``, ``bounds``,
-``feature_names`` and ``index`` are its) and :data:`RICH2` (encoder ``rich2``: ``rich``
-unchanged, then the futile-move and random-battle-set blocks appended).
+Layouts are versioned (:class:`Layout`): :data:`SINGLES_ENTITIES` (encoder
+``singles_entities``; the module-level ``LAYOUT``, ``OFFSETS``, ``SIZE``, ``bounds``,
+``feature_names`` and ``index`` are its) and :data:`SINGLES_SETS` (encoder ``singles_sets``:
+``singles_entities`` unchanged, then the futile-move and random-battle-set blocks appended).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from mapleenv.encoders.rich import vocab
+from mapleenv.encoders.features import vocab
 
 
 @dataclass(frozen=True)
@@ -328,20 +328,20 @@ SETS = (
     ),
 )
 
-RICH2_BLOCKS = (
+SETS_BLOCKS = (
     Block(
         "move_futility",
         MOVE_SLOTS,
         FUTILITY,
         "our active's moves in action-slot order: would the move fail now "
-        "(encoders/rich/futility.py)",
+        "(encoders/features/futility.py)",
     ),
     Block(
         "opponent_sets",
         TEAM_SIZE,
         SETS,
         "opponent's Pokémon in reveal order: what its random-battle sets still allow "
-        "(encoders/rich/sets.py); unrevealed slots 0",
+        "(encoders/features/random_sets.py); unrevealed slots 0",
     ),
 )
 
@@ -405,9 +405,9 @@ class Layout:
         return self.offsets[block] + rep * b.width + b.offsets[feature] + k
 
 
-RICH = Layout("rich", LAYOUT)
-RICH2 = Layout("rich2", LAYOUT + RICH2_BLOCKS)
-LAYOUTS = {layout.name: layout for layout in (RICH, RICH2)}
+SINGLES_ENTITIES = Layout("singles_entities", LAYOUT)
+SINGLES_SETS = Layout("singles_sets", LAYOUT + SETS_BLOCKS)
+LAYOUTS = {layout.name: layout for layout in (SINGLES_ENTITIES, SINGLES_SETS)}
 
 
 def for_size(size: int) -> Layout | None:
@@ -415,14 +415,14 @@ def for_size(size: int) -> Layout | None:
     return next((lay for lay in LAYOUTS.values() if lay.size == size), None)
 
 
-# the ``rich`` layout's (v1) offsets and helpers, as before versioning
-OFFSETS = RICH.offsets
-SIZE = RICH.size
-bounds = RICH.bounds
-feature_names = RICH.feature_names
-index = RICH.index
+# the ``singles_entities`` layout's (v1) offsets and helpers, as before versioning
+OFFSETS = SINGLES_ENTITIES.offsets
+SIZE = SINGLES_ENTITIES.size
+bounds = SINGLES_ENTITIES.bounds
+feature_names = SINGLES_ENTITIES.feature_names
+index = SINGLES_ENTITIES.index
 
 
 def block_offsets() -> dict[str, int]:
-    """Offset of each block's first repetition in the ``rich`` observation."""
-    return dict(RICH.offsets)
+    """Offset of each block's first repetition in the ``singles_entities`` observation."""
+    return dict(SINGLES_ENTITIES.offsets)

@@ -1,6 +1,6 @@
 """Move failures that depend on what happened earlier in the battle: Sleep Clause Mod,
 Encore's last move, Protect-like moves used twice in a row. Pure functions of a poke-env
-battle, used by :mod:`mapleenv.encoders.rich.futility` (docs/observation.md).
+battle, used by :mod:`mapleenv.encoders.features.futility` (docs/observation.md).
 
 The battle's protocol log (poke-env's ``Battle._replay_data``, also read by
 ``mapleenv.replays``) says why a foe sleeps; poke-env's ``Move.is_last_used`` says what a
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from poke_env.battle import AbstractBattle, Field, MoveCategory, Pokemon, Status
 
-from mapleenv.encoders.rich.profile import speeds
+from mapleenv.encoders.features.profile import speeds
 
 SLEEP_CLAUSE = "Sleep Clause Mod"
 # moves whose success chance falls to 1/3 after a protecting move the turn before

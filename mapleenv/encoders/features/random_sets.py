@@ -1,6 +1,6 @@
 """What an opponent's random-battle sets still allow, given what it revealed.
 
-The rich2 encoder's ``opponent_sets`` block (docs/observation.md). A random-battle
+The singles_sets encoder's ``opponent_sets`` block (docs/observation.md). A random-battle
 Pokémon is built from one of its species' few sets in the pinned ``pokemon-showdown``
 package (``data/random-battles/gen*/sets.json``, read by :mod:`dex`): a role, a movepool
 the four moves are drawn from, abilities and Tera types. A set stays a candidate while
@@ -16,8 +16,8 @@ from functools import cache, lru_cache
 import numpy as np
 from poke_env.battle import MoveCategory, Pokemon, PokemonType, Target
 
-from mapleenv.encoders.rich import dex, layout, vocab
-from mapleenv.encoders.rich.futility import is_self_heal
+from mapleenv.encoders.features import dex, layout, vocab
+from mapleenv.encoders.features.futility import is_self_heal
 
 # moves a Pokémon can show without them being in its set
 NOT_FROM_SET = frozenset({"struggle", "recharge"})

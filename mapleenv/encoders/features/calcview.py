@@ -4,7 +4,7 @@ One calculator call reads the same properties of the move, the battle and both P
 dozens of times (``Pokemon.ability`` ~95 times, ``Battle.all_active_pokemons`` ~10, each
 ``Move`` property a GenData look-up and parse). Nothing changes during a call, so these
 views compute each property once and hand the same value back; the calculator's result
-is the same (``tests/mapleenv/encoders/test_rich_caches.py`` compares both paths).
+is the same (``tests/mapleenv/encoders/test_entity_caches.py`` compares both paths).
 """
 
 from __future__ import annotations
