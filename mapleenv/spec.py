@@ -99,7 +99,7 @@ class EnvSpec:
         replay_dir: each finished battle's HTML replay goes there.
         mask_futile: drop the moves that surely fail this turn from ``action_mask`` and
             the legal actions (Rest at full HP, a status move into a statused target...;
-            :func:`mapleenv.encoders.rich.certain.surely_fails`, docs/observation.md
+            :func:`mapleenv.encoders.features.certain.surely_fails`, docs/observation.md
             "Masking futile moves"); never every action. Off: the exact legal mask.
         battle_log: ``info`` at an episode's end also carries ``battle_log``, the battle's
             protocol lines as the agent saw them (what evaluation counts play quality from).
