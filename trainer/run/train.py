@@ -48,7 +48,8 @@ from trainer.run.checkpoint import (
 )
 from trainer.run.device import resolve_device
 from trainer.run.folder import check_run_folder
-from trainer.run.metrics import ConsoleProgress, MetricsLogger, summary_line
+from trainer.run.metrics import MetricsLogger
+from trainer.run.progress import ConsoleProgress, RunClock, summary_line
 from trainer.run.rollout import EpisodeStats, RolloutCollector
 from trainer.run.selfplay import SelfPlay
 from trainer.run.teacher import TeacherSwitch
@@ -350,9 +351,12 @@ class Trainer:
             ),
             through_iteration=self.iteration if self.resumed else None,
         )
-        progress = ConsoleProgress(self.cfg.total_steps, self.global_step)
         start = time.perf_counter()
         seconds_before = self.train_seconds
+        clock = RunClock(
+            self.cfg.total_steps, self.cfg.max_minutes, self.global_step, seconds_before
+        )
+        progress = ConsoleProgress(clock)
         row = None
         try:
             while self.budget_left():
@@ -365,12 +369,13 @@ class Trainer:
                 )
                 row["wall_s"] = time.perf_counter() - start
                 metrics.write(row)
-                progress.update(row)
+                progress.update(row, self.train_seconds)
                 self.save()
                 if self.cfg.checkpoint_every and self.iteration % self.cfg.checkpoint_every == 0:
                     self.save(f"step_{self.global_step:010d}.pt")
                 if self.iteration % self.cfg.log_every == 0 or not self.budget_left():
-                    log.info("iter %d | %s", self.iteration, summary_line(row))
+                    status = clock.status(self.global_step, self.train_seconds)
+                    log.info("iter %d | %s", self.iteration, summary_line(row, status))
         except (EnvWorkerStalled, EnvPoolFailed, EnvWorkersFailing):
             self._interrupted = True  # hung or blocked workers: terminate, don't wait
             raise
