@@ -17,11 +17,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from mapleenv.files import write_atomic
 from mapleenv.policies import build_policy, check_network, policy_spec, to_plain
+from mapleenv.spec import EnvSpec
 from trainer.algos import make_learner
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.reward_norm import RewardNormalizer
 from trainer.algos.terms import LossTerm, aux_term, kickstart_term
-from trainer.config import ConfigError, TrainConfig, to_train_config
+from trainer.config import ConfigError, TrainConfig, to_run_config
 from trainer.envs.episodes import OpponentStats, win_rate_columns
 from trainer.envs.spaces import ObsAdapter
 from trainer.envs.vector import (
@@ -29,6 +30,7 @@ from trainer.envs.vector import (
     EnvWorkersFailing,
     EnvWorkerStalled,
     make_envs,
+    run_spec,
     terminate_envs,
     worker_failure,
 )
@@ -69,7 +71,9 @@ class Trainer:
     """Owns the envs, policy, optimizer, buffer and collector of one run.
 
     ``envs`` may be given (e.g. by a benchmark); otherwise they are built from the config
-    and closed by :meth:`close`.
+    and closed by :meth:`close`. ``spec``: the checked ``EnvSpec`` of ``env.*`` from
+    :func:`trainer.config.to_run_config` (without one it is built and checked here); the
+    envs and the periodic evaluations are built from it.
     """
 
     def __init__(
@@ -79,6 +83,7 @@ class Trainer:
         raw_config: dict[str, Any],
         envs: VectorEnv | None = None,
         resume_from: Path | None = None,
+        spec: EnvSpec | None = None,
     ) -> None:
         self.cfg, self.run_dir, self.raw_config = cfg, Path(run_dir), raw_config
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -86,11 +91,8 @@ class Trainer:
         ckpt = load_checkpoint(resume_from) if resume_from is not None else None
         self._start_counters(ckpt)
         self._owns_envs = envs is None
-        self.envs = (
-            envs
-            if envs is not None
-            else make_envs(cfg.env, seed=cfg.seed, log_dir=self.run_dir / "showdown")
-        )
+        self.spec = run_spec(cfg.env, spec, cfg.seed, self.run_dir / "showdown")
+        self.envs = envs if envs is not None else make_envs(cfg.env, self.spec)
         try:  # from here on, a failure closes the envs (and the servers they started)
             self._watch_envs()
             self._build_learner(ckpt, resume_from)
@@ -132,7 +134,7 @@ class Trainer:
         opponents = win_rate_columns(getattr(cfg.env, "opponent", None))
         self.envs = OpponentStats(self.envs, opponents)
         self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)
-        self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed)
+        self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed, self.spec)
         self.adapter = ObsAdapter(self.envs.single_observation_space, self.envs.single_action_space)
         if cfg.algo.kickstart_coef > 0 and not self.adapter.has_teacher:
             raise ValueError(
@@ -419,7 +421,7 @@ class Trainer:
 
 def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
     """Validate ``cfg``, resolve ``resume``, train, close. Returns the last metrics row."""
-    typed = to_train_config(cfg)
+    typed, spec = to_run_config(cfg)
     run_dir = Path(run_dir)
     resume_from = None
     if typed.resume:
@@ -431,7 +433,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
     log.info("run dir: %s", run_dir)
     remove_stale_temporaries(run_dir / CHECKPOINT_DIR)
     raw = OmegaConf.to_container(cfg, resolve=True)
-    trainer = Trainer(typed, run_dir, raw, resume_from=resume_from)
+    trainer = Trainer(typed, run_dir, raw, resume_from=resume_from, spec=spec)
     try:
         # only now: a resume whose checkpoint this config cannot load must not overwrite it
         write_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
