@@ -3,8 +3,12 @@ plain lines when stderr is not a terminal (as under pytest and in CI logs)."""
 
 from __future__ import annotations
 
+import logging
 import math
 
+import pytest
+
+from trainer.apps.eval_progress import EvaluationProgress
 from trainer.run.progress import RunClock, duration, summary_line
 
 ROW = {"global_step": 76_800, "sps": 551.2, "episode_return": 0.25, "win_rate": 0.5}
@@ -34,3 +38,16 @@ def test_the_training_line_shows_done_of_total_and_the_nearer_end() -> None:
     resumed = RunClock(total_steps=100_000, max_minutes=None, first_step=80_000, seconds_before=50)
     assert resumed.time_left(90_000, 100.0) == (50.0, "steps")
     assert RunClock(total_steps=10, max_minutes=None).time_left(0, 0.0) is None  # no pace yet
+
+
+def test_evaluation_logs_a_line_per_tenth_not_per_battle(caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.INFO, logger="trainer.apps.eval_progress")
+    with EvaluationProgress(["random", "heuristic"], 40) as progress:
+        for name in ("random", "heuristic"):
+            for done in range(1, 41):
+                progress(name, done, 40, done // 2)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 20  # ten per opponent, not forty
+    assert lines[0].startswith("vs random: 4/40 battles, 2 won (50%), eta ")
+    assert lines[9].startswith("vs random: 40/40 battles, 20 won (50%), done in ")
+    assert lines[10].startswith("vs heuristic: 4/40 battles")
