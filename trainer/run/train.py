@@ -22,7 +22,7 @@ from trainer.algos import make_learner
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.reward_norm import RewardNormalizer
 from trainer.algos.terms import LossTerm, aux_term, kickstart_term
-from trainer.config import ConfigError, TrainConfig, to_run_config
+from trainer.config import ConfigError, RunConfig, TrainConfig, to_run_config
 from trainer.envs.episodes import OpponentStats, win_rate_columns
 from trainer.envs.spaces import ObsAdapter
 from trainer.envs.vector import (
@@ -419,9 +419,12 @@ class Trainer:
             self.envs = None
 
 
-def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
-    """Validate ``cfg``, resolve ``resume``, train, close. Returns the last metrics row."""
-    typed, spec = to_run_config(cfg)
+def train(
+    cfg: DictConfig, run_dir: str | Path, checked: RunConfig | None = None
+) -> dict[str, Any] | None:
+    """Validate ``cfg`` (``checked``: already done, by the CLI's preflight), resolve
+    ``resume``, train, close. Returns the last metrics row."""
+    typed, spec = checked if checked is not None else to_run_config(cfg)
     run_dir = Path(run_dir)
     resume_from = None
     if typed.resume:

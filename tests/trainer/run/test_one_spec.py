@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 from builders import write_tiny_checkpoint
 from hydra import compose, initialize_config_dir
+from omegaconf import open_dict
 
 from mapleenv import EnvSpec, PokemonEnv
 from trainer.__main__ import CONF_DIR
 from trainer.apps.evaluate import run as evaluate
 from trainer.config import EvaluateConfig
+from trainer.preflight import TrainPreflight, preflight_checked
 from trainer.run.train import train
 
 pytestmark = pytest.mark.integration
@@ -37,11 +39,18 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[EnvSpec]:
 
 @pytest.mark.timeout(600)
 def test_a_run_with_evaluations_checks_its_spec_once(checks: list[EnvSpec], tmp_path: Path):
+    """As ``python -m trainer`` runs: the preflight checks the config before the run dir
+    exists, and the run takes what it checked."""
     overrides = ["+experiment=smoke", "tensorboard=false", "eval.every=3", "eval.battles=1"]
     overrides += ["eval.num_envs=1", "eval.opponents=[max_power]", "env.max_turns=5"]
+    overrides += [f"hydra.run.dir={tmp_path / 'run'}"]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
-    row = train(cfg, tmp_path / "run")
+        config = compose("config", overrides=overrides, return_hydra_config=True)
+    TrainPreflight().on_run_start(config)
+    cfg = config.copy()
+    with open_dict(cfg):
+        del cfg["hydra"]
+    row = train(cfg, tmp_path / "run", checked=preflight_checked(cfg))
     assert row is not None and row["global_step"] == 96
     (evaluation,) = [json.loads(line) for line in (tmp_path / "run" / "eval.jsonl").open()]
     assert evaluation["opponents"]["max_power"]["battles"] == 1  # the evaluation path ran

@@ -230,7 +230,7 @@ def test_a_showdown_error_stop_says_how_to_resume_once_a_checkpoint_exists(
     import trainer.run.train
     from mapleenv.showdown.package import ShowdownError
 
-    def failing_train(cfg, run_dir) -> None:
+    def failing_train(cfg, run_dir, checked=None) -> None:
         if saved:
             (Path(run_dir) / "checkpoints").mkdir(parents=True)
             (Path(run_dir) / "checkpoints" / "last.pt").write_bytes(b"")
