@@ -10,7 +10,6 @@ are played through inside a step.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import time
@@ -41,24 +40,12 @@ from mapleenv.showdown.formats import is_doubles_format
 from mapleenv.showdown.package import ShowdownError, wait_for_server
 from mapleenv.showdown.server import ShowdownServer
 from mapleenv.showdown.teams import TeamPool, team_pool
-from mapleenv.spec import ON_ILLEGAL, EnvSpec
+from mapleenv.spec import ON_ILLEGAL, EnvSpec, spec_of
 
 logger = logging.getLogger(__name__)
 TURNS_PAST_SHOWDOWNS_LIMIT = 1001  # Showdown ends a battle at turn 1000 itself
 
 __all__ = ["ON_ILLEGAL", "BattleAborted", "EnvSpec", "PokemonEnv"]
-
-
-def env_spec(args: tuple = (), spec: EnvSpec | None = None, **settings: Any) -> EnvSpec:
-    """The checked spec of ``PokemonEnv(*args, spec=spec, **settings)``: ``spec`` (with
-    ``settings`` replaced in it) or ``EnvSpec(*args, **settings)``."""
-    if spec is None:
-        spec = EnvSpec(*args, **settings)
-    elif args:
-        raise TypeError("PokemonEnv: give the settings in spec=, or as arguments, not both")
-    elif settings:
-        spec = dataclasses.replace(spec, **settings)
-    return spec.checked()
 
 
 class PokemonEnv(gymnasium.Env):
@@ -94,7 +81,7 @@ class PokemonEnv(gymnasium.Env):
     metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, *args: Any, spec: EnvSpec | None = None, **settings: Any):
-        spec = env_spec(args, spec, **settings)
+        spec = spec_of(spec, args, settings)
         self.env_spec = spec
         import_plugins(spec.plugins)  # registrations are per process (workers too)
         self.gen = GenData.from_format(spec.battle_format).gen

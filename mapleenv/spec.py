@@ -34,7 +34,7 @@ from mapleenv.showdown.package import external_server
 from mapleenv.showdown.server import ShowdownServer
 from mapleenv.showdown.teams import Team, read_teams
 
-__all__ = ["BACKEND_ENV_VAR", "ON_ILLEGAL", "EnvSpec", "default_backend"]
+__all__ = ["BACKEND_ENV_VAR", "ON_ILLEGAL", "EnvSpec", "default_backend", "spec_of"]
 
 BACKEND_ENV_VAR = "MAPLE_BACKEND"
 """Environment variable naming the backend used when none is given (tests run both)."""
@@ -290,3 +290,20 @@ class EnvSpec:
         if isinstance(server, ShowdownServer):
             return repr(server)
         return getattr(server, "websocket_url", repr(server))
+
+
+def spec_of(
+    spec: EnvSpec | None = None, args: Sequence[Any] = (), settings: Mapping[str, Any] = ()
+) -> EnvSpec:
+    """The checked spec a public constructor runs on (``PokemonEnv``, ``make_vector_env``,
+    ``make_ray_vector_env``): a checked ``spec`` as it is, trusted (no second check); else
+    ``spec`` with ``settings`` replaced in it, or ``EnvSpec(*args, **settings)``, checked
+    here, once."""
+    settings = dict(settings)
+    if spec is None:
+        return EnvSpec(*args, **settings).checked()
+    if args:
+        raise TypeError("PokemonEnv: give the settings in spec=, or as arguments, not both")
+    if settings:
+        spec = dataclasses.replace(spec, **settings)
+    return spec if spec.is_checked else spec.checked()

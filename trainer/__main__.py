@@ -49,13 +49,14 @@ def _train(cfg: DictConfig) -> None:
         EnvWorkersFailing,
         EnvWorkerStalled,
     )
+    from trainer.preflight import preflight_checked
     from trainer.run.train import train
 
     run_dir = HydraConfig.get().runtime.output_dir
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        train(cfg, run_dir)
+        train(cfg, run_dir, checked=preflight_checked(cfg))
     except BAD_INPUT:
         raise  # one line and exit code 2 (run_app)
     except (

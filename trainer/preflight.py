@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from trainer.cli_errors import fail
 
@@ -52,18 +52,30 @@ def _task_config(config: DictConfig) -> DictConfig:
     return task
 
 
+_checked: dict[str, Any] = {}  # the task config's YAML -> what TrainPreflight checked
+
+
+def preflight_checked(config: DictConfig) -> Any:
+    """The :class:`~trainer.config.RunConfig` that :class:`TrainPreflight` checked for
+    this task ``config`` in this process (once; ``None`` without a preflight, e.g. in a
+    sweep's jobs): the run takes it instead of checking its config and spec again."""
+    return _checked.pop(OmegaConf.to_yaml(config), None)
+
+
 class TrainPreflight(Callback):
-    """``python -m trainer``: the config checks (:func:`trainer.config.to_train_config`),
+    """``python -m trainer``: the config checks (:func:`trainer.config.to_run_config`),
     the ``policy:`` opponents' files and the ``resume`` checkpoint, before the run dir
-    exists."""
+    exists; the run then takes what it checked (:func:`preflight_checked`)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from mapleenv.opponents import check_policy_files, check_policy_game, check_search_teacher
         from mapleenv.policies import resolve_checkpoint
-        from trainer.config import to_train_config
+        from trainer.config import to_run_config
 
         try:
-            typed = to_train_config(_task_config(config))
+            task = _task_config(config)
+            checked = to_run_config(task)
+            typed = checked.train
             check_device(typed.device)
             opponent = getattr(typed.env, "opponent", None)
             battle_format = getattr(typed.env, "battle_format", None)
@@ -86,6 +98,8 @@ class TrainPreflight(Callback):
                     check_policy_game(ckpt, battle_format, f"resume={typed.resume}")
         except Exception as exc:
             _refuse(exc, "trainer")
+        _checked.clear()
+        _checked[OmegaConf.to_yaml(task)] = checked
 
 
 class PlayPreflight(Callback):

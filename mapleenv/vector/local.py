@@ -44,7 +44,7 @@ from mapleenv.limits import check_capacity
 from mapleenv.plugins import import_plugins
 from mapleenv.showdown.pool import ServerPool
 from mapleenv.showdown.process import die_with_parent
-from mapleenv.spec import BACKEND_ENV_VAR, EnvSpec, default_backend
+from mapleenv.spec import BACKEND_ENV_VAR, EnvSpec, default_backend, spec_of
 from mapleenv.vector.group import GroupedVectorEnv, group_abort_reply, hide_gpus, worker_group
 from mapleenv.vector.heal import HealingStep
 from mapleenv.vector.masks import action_masks
@@ -60,14 +60,16 @@ __all__ = [
 
 
 def _worker_env(spec: EnvSpec) -> PokemonEnv:
-    """Builds an env from its (checked) spec; in an env worker, first ties the worker's
-    life to its parent's and hides the GPUs from it (:func:`hide_gpus`).
+    """Builds an env from its checked spec, trusted (no check per worker); in an env
+    worker, first ties the worker's life to its parent's and hides the GPUs from it
+    (:func:`hide_gpus`).
 
     ``AsyncVectorEnv`` also calls this in the parent process (for the spaces): there it
     must not set PDEATHSIG, or the trainer would die with the shell that started it."""
     if multiprocessing.parent_process() is not None:
         die_with_parent()
         hide_gpus()
+    assert spec.is_checked, "env workers get the run's checked spec"
     return PokemonEnv(spec=spec)
 
 
@@ -247,8 +249,9 @@ def make_vector_env(
 
 
 def _checked_spec(spec: EnvSpec | None, settings: dict[str, Any]) -> EnvSpec:
-    """The run's spec (``spec`` with ``settings`` replaced, or built from them), checked;
-    a given server must be an address the workers can reach."""
+    """The run's spec: a checked ``spec`` as it is; else ``spec`` with ``settings`` replaced,
+    or built from them, checked here once. A given server must be an address the workers
+    can reach."""
     if spec is None:
         spec = EnvSpec(**settings)
     elif settings:
@@ -256,7 +259,7 @@ def _checked_spec(spec: EnvSpec | None, settings: dict[str, Any]) -> EnvSpec:
     if spec.server is not None and not isinstance(spec.server, ServerConfiguration):
         raise ValueError("make_vector_env: give the server as a URL (server_url=...)")
     import_plugins(spec.plugins)  # a checked spec from elsewhere (a Ray shard) too
-    return spec.checked()
+    return spec_of(spec)  # a checked one (the trainer's, evaluation's) is trusted as it is
 
 
 def _check_capacity(spec: EnvSpec, num_envs: int, workers: int) -> None:

@@ -33,7 +33,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from mapleenv.spec import EnvSpec
+from mapleenv.spec import EnvSpec, spec_of
 from mapleenv.vector.batching import concatenate_batches, merge_infos, slice_batch, split_envs
 from mapleenv.vector.masks import action_masks
 from mapleenv.vector.shard import EnvFn, ShardActor, make_showdown_vector_env
@@ -333,10 +333,10 @@ def _shard_kwargs(env_kwargs: dict[str, Any], shard: int, envs: range) -> dict[s
 
 
 def shard_spec(spec: EnvSpec, cpus_per_shard: float) -> EnvSpec:
-    """``spec`` checked (once, on this machine) as the shards get it: ``sim_hosts=None``
-    becomes one simulator host per CPU of a shard (a shard's envs share its
-    ``cpus_per_shard``, not every core of the node it lands on)."""
-    spec = spec.checked()
+    """``spec`` checked (once, on this machine; a checked one is trusted) as the shards get
+    it: ``sim_hosts=None`` becomes one simulator host per CPU of a shard (a shard's envs
+    share its ``cpus_per_shard``, not every core of the node it lands on)."""
+    spec = spec_of(spec)
     if spec.sim_hosts is None:
         spec = dataclasses.replace(spec, sim_hosts=max(1, round(cpus_per_shard)))
     return spec

@@ -132,9 +132,10 @@ def test_vector_env_action_masks_match_the_observations():
 def test_trainer_envs_raise_on_illegal_actions():
     """The trainer's envs keep ``on_illegal="raise"`` (a masked sampler never picks one)."""
     from trainer.config import ShowdownEnvConfig
-    from trainer.envs.vector import make_envs
+    from trainer.envs.vector import make_envs, run_spec
 
-    envs = make_envs(ShowdownEnvConfig(num_envs=1, backend="direct", sim_hosts=0))
+    cfg = ShowdownEnvConfig(num_envs=1, backend="direct", sim_hosts=0)
+    envs = make_envs(cfg, run_spec(cfg, None, seed=None, log_dir=None))
     try:
         assert envs.get_attr("on_illegal") == ("raise",)
     finally:

@@ -28,96 +28,44 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
     # imported here, once the settings passed their checks: a refused command never pays
     # for torch (docs/architecture.md)
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from mapleenv import EnvSpec
     from mapleenv.plugins import import_plugins
-    from mapleenv.policies import (
-        checked_snapshot,
-        load_checkpoint,
-        policy_from_snapshot,
-        snapshot_encoder,
-    )
-    from trainer.config import checkpoint_battle_format, checkpoint_mask_futile, team_path
-    from trainer.evaluation import (
-        evaluate_policy,
-        quality_table,
-        results_json,
-        results_table,
-        write_json,
-    )
+    from mapleenv.policies import policy_from_snapshot
+    from mapleenv.search import require_engine_for
+    from trainer.apps.eval_progress import EvaluationProgress
+    from trainer.evaluation import evaluate_policy, quality_table, results_table, write_json
     from trainer.run.device import resolve_device
 
     output_dir = Path(output_dir)
     device = resolve_device(cfg.device)
-    from mapleenv.search import require_engine_for
-
     require_engine_for(cfg.search)  # EngineMissing: one line naming the install step
     import_plugins(cfg.plugins)  # the user's own, before the checkpoint's encoder is checked
-    checkpoint = load_checkpoint(cfg.checkpoint)  # the safe loader; CheckpointError: one line
-    _warn_untrusted_plugins(cfg, checkpoint)
-    checked_snapshot(checkpoint, str(cfg.checkpoint))  # its encoder must be registered here
+    checkpoint = _checkpoint(cfg)
     policy = policy_from_snapshot(checkpoint).to(device)
-    env_cfg = (checkpoint.get("config") or {}).get("env") or {}
-    battle_format = checkpoint_battle_format(cfg.battle_format, checkpoint)
-    # teams given here are relative to where the command started; the checkpoint's (as
-    # its run was configured, e.g. teams/gen9ou) to the current directory
-    team = team_path(cfg.team or env_cfg.get("team"))
-    opponent_team = team_path(cfg.opponent_team or env_cfg.get("opponent_team"))
-    encoder = snapshot_encoder(checkpoint)
-    max_turns = cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns")
-    mask_futile = checkpoint_mask_futile(cfg.mask_futile, checkpoint)
     output = Path(cfg.output) if cfg.output else output_dir / "evaluation.json"
     replay_dir = output.parent / "replays" if cfg.save_replays else None
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        disable=not console.is_terminal,
-    ) as bar:
-        tasks = {name: bar.add_task(f"vs {name}", total=cfg.battles) for name in cfg.opponents}
-
-        def progress(name: str, done: int, total: int) -> None:
-            bar.update(tasks[name], completed=done)
-            if not console.is_terminal and (done == total or done % max(total // 10, 1) == 0):
-                log.info("vs %s: %d/%d battles", name, done, total)
-
+    settings = _env_settings(cfg, checkpoint)
+    spec = EnvSpec(
+        **settings,
+        server=cfg.server_url,
+        log_dir=str(output_dir / "showdown"),
+        replay_dir=None if replay_dir is None else str(replay_dir),
+        seed=cfg.seed,
+    ).checked()  # the one check: plugins, format, teams (every opponent's envs share it)
+    with EvaluationProgress(list(cfg.opponents), cfg.battles) as progress:
         results = evaluate_policy(
             policy,
+            spec,
             list(cfg.opponents),
             cfg.battles,
-            battle_format=battle_format,
-            team=team,
-            opponent_team=opponent_team,
-            encoder=encoder,
             num_envs=cfg.num_envs,
             sample=cfg.sample,
             device=device,
-            seed=cfg.seed,
-            max_turns=max_turns,
-            mask_futile=mask_futile,
-            backend=cfg.backend,
-            server_url=cfg.server_url,
-            log_dir=output_dir / "showdown",
-            replay_dir=replay_dir,
             progress=progress,
-            plugins=list(cfg.plugins),
             search=cfg.search if cfg.search.enabled else None,
         )
-    document = results_json(
-        results,
-        checkpoint=str(cfg.checkpoint),
-        global_step=checkpoint.get("global_step"),
-        battle_format=battle_format,
-        **{k: v for k, v in (("team", team), ("opponent_team", opponent_team)) if v},
-        encoder=encoder,
-        policy="sampled" if cfg.sample else "greedy",
-        seed=cfg.seed,
-        max_turns=max_turns,
-        mask_futile=mask_futile,
-        **({"search": _search_settings(cfg)} if cfg.search.enabled else {}),
-    )
+    document = _document(cfg, checkpoint, settings, results)
     write_json(output, document)
     Console().print(results_table(results, title=f"{cfg.checkpoint} ({document['policy']})"))
     quality = quality_table(results)
@@ -125,6 +73,59 @@ def run(cfg: EvaluateConfig, output_dir: str | Path) -> dict[str, Any]:
         Console().print(quality)
     print(f"results: {output}" + (f"; replays: {replay_dir}" if replay_dir else ""))
     return document
+
+
+def _checkpoint(cfg: EvaluateConfig) -> dict[str, Any]:
+    """The checkpoint, read with the safe loader (``CheckpointError``: one line); its
+    encoder must be registered here."""
+    from mapleenv.policies import checked_snapshot, load_checkpoint
+
+    checkpoint = load_checkpoint(cfg.checkpoint)
+    _warn_untrusted_plugins(cfg, checkpoint)
+    checked_snapshot(checkpoint, str(cfg.checkpoint))
+    return checkpoint
+
+
+def _env_settings(cfg: EvaluateConfig, checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation's ``EnvSpec`` settings: as given here, else as the checkpoint's run
+    had them. Teams given here are relative to where the command started; the
+    checkpoint's (as its run was configured, e.g. teams/gen9ou) to the current directory."""
+    from mapleenv.policies import snapshot_encoder
+    from trainer.config import checkpoint_battle_format, checkpoint_mask_futile, team_path
+
+    env_cfg = (checkpoint.get("config") or {}).get("env") or {}
+    return {
+        "battle_format": checkpoint_battle_format(cfg.battle_format, checkpoint),
+        "team": team_path(cfg.team or env_cfg.get("team")),
+        "opponent_team": team_path(cfg.opponent_team or env_cfg.get("opponent_team")),
+        "encoder": snapshot_encoder(checkpoint),
+        "max_turns": cfg.max_turns if cfg.max_turns is not None else env_cfg.get("max_turns"),
+        "mask_futile": checkpoint_mask_futile(cfg.mask_futile, checkpoint),
+        "backend": cfg.backend,
+        "plugins": list(cfg.plugins),
+    }
+
+
+def _document(
+    cfg: EvaluateConfig, checkpoint: dict[str, Any], settings: dict[str, Any], results: Any
+) -> dict[str, Any]:
+    """The evaluation JSON (docs/evaluation.md): the results and how they were played."""
+    from trainer.evaluation import results_json
+
+    teams = {k: settings[k] for k in ("team", "opponent_team") if settings[k]}
+    return results_json(
+        results,
+        checkpoint=str(cfg.checkpoint),
+        global_step=checkpoint.get("global_step"),
+        battle_format=settings["battle_format"],
+        **teams,
+        encoder=settings["encoder"],
+        policy="sampled" if cfg.sample else "greedy",
+        seed=cfg.seed,
+        max_turns=settings["max_turns"],
+        mask_futile=settings["mask_futile"],
+        **({"search": _search_settings(cfg)} if cfg.search.enabled else {}),
+    )
 
 
 def _search_settings(cfg: EvaluateConfig) -> dict[str, Any]:

@@ -4,10 +4,12 @@
 from mapleenv.policies import Activation, ModelConfig, ModelKind
 from trainer.config.checks import (
     ConfigError,
+    RunConfig,
     checkpoint_battle_format,
     checkpoint_mask_futile,
     gym_id_problem,
     team_path,
+    to_run_config,
     to_train_config,
 )
 from trainer.config.eval_checks import check_evaluation, periodic_eval_problems
@@ -53,6 +55,7 @@ __all__ = [
     "PlayConfig",
     "RayShardConfig",
     "ReinforceConfig",
+    "RunConfig",
     "SelfPlayConfig",
     "ShowdownEnvConfig",
     "ShowdownVectorization",
@@ -67,5 +70,6 @@ __all__ = [
     "is_choice",
     "register_configs",
     "team_path",
+    "to_run_config",
     "to_train_config",
 ]

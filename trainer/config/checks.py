@@ -1,19 +1,22 @@
 """Value checks of a composed training config: one pass, every problem named.
 
-:func:`to_train_config` turns Hydra's composed ``DictConfig`` into a typed
-:class:`~trainer.config.schema.TrainConfig` and raises :class:`ConfigError` naming every
-unknown key or invalid value, before anything starts.
+:func:`to_run_config` turns Hydra's composed ``DictConfig`` into a typed
+:class:`~trainer.config.schema.TrainConfig` and the checked ``EnvSpec`` of its ``env.*``
+(the one check of the run's env settings; envs and evaluations are built from it), and
+raises :class:`ConfigError` naming every unknown key or invalid value, before anything
+starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
 from mapleenv.policies import ActionHead, Activation, ModelKind
+from mapleenv.spec import EnvSpec
 from trainer.config.eval_checks import periodic_eval_problems
 from trainer.config.schema import (
     AlgoName,
@@ -49,8 +52,18 @@ def _unknown_keys(node: Any, path: str) -> list[str]:
     return found
 
 
-def to_train_config(cfg: DictConfig) -> TrainConfig:
-    """Validate a composed config and return it as a typed :class:`TrainConfig`.
+class RunConfig(NamedTuple):
+    """A checked training config: the typed config and the checked ``EnvSpec`` of its
+    ``env.*`` (``None`` for a Gymnasium env, or where this machine has no Node to check it
+    with: the env start then says so)."""
+
+    train: TrainConfig
+    spec: EnvSpec | None
+
+
+def to_run_config(cfg: DictConfig) -> RunConfig:
+    """Validate a composed config: the typed :class:`TrainConfig` and the checked spec the
+    run's envs and evaluations are built from (checked here, once per run).
 
     Raises :class:`ConfigError` naming every unknown key (e.g. added with ``+key=...``) or
     invalid value.
@@ -63,10 +76,13 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
     except Exception as exc:  # omegaconf raises MissingMandatoryValue, ValidationError...
         raise ConfigError(f"invalid config: {exc}") from exc
     assert isinstance(obj, TrainConfig)
+    if obj.algo.aux_coef > 0 and isinstance(obj.env, ShowdownEnvConfig):
+        obj.env.opponent_action_target = True  # the auxiliary loss's target: one key for both
+    problems, spec = _check_values(obj) or _check_capacity(obj.env), None
+    if not problems:
+        problems, spec = _check_spec(obj.env)
     problems = (
-        _check_values(obj)
-        or _check_capacity(obj.env)
-        or _check_spec(obj.env)
+        problems
         or _check_extensions(obj.env)
         or _check_game(obj)
         or periodic_eval_problems(obj.eval, obj.env)
@@ -74,9 +90,13 @@ def to_train_config(cfg: DictConfig) -> TrainConfig:
     )
     if problems:
         raise ConfigError("invalid config: " + "; ".join(problems))
-    if obj.algo.aux_coef > 0 and isinstance(obj.env, ShowdownEnvConfig):
-        obj.env.opponent_action_target = True  # the auxiliary loss's target: one key for both
-    return obj
+    return RunConfig(obj, spec)
+
+
+def to_train_config(cfg: DictConfig) -> TrainConfig:
+    """The typed config of :func:`to_run_config` alone (for callers that build no envs
+    from it, or leave building its spec to :class:`~trainer.run.train.Trainer`)."""
+    return to_run_config(cfg).train
 
 
 def _check_gym(env: EnvConfig) -> list[str]:
@@ -163,15 +183,16 @@ def _check_game(cfg: TrainConfig) -> list[str]:
     return train_game_problems(cfg.env, cfg.model.kind, cfg.model.action_head)
 
 
-def _check_spec(env: EnvConfig) -> list[str]:
+def _check_spec(env: EnvConfig) -> tuple[list[str], EnvSpec | None]:
     """``env.*`` as the ``EnvSpec`` it becomes, checked by ``EnvSpec`` itself, the one home
     of each env value check: its values (``max_turns``, ``servers``, ``sim_hosts``, a
     singles format, the server URL), then ``EnvSpec.checked`` (plugins imported, the format
-    and teams against the pinned simulator's validator, ``policy:`` files read). Team paths
-    are made absolute first (relative to where the command started). Without Node or the
-    simulator package here the env start says so later."""
+    and teams against the pinned simulator's validator, ``policy:`` files read): the
+    problems, or the checked spec. Team paths are made absolute first (relative to where
+    the command started). Without Node or the simulator package here the env start says
+    so later (no spec)."""
     if not isinstance(env, ShowdownEnvConfig):
-        return []
+        return [], None
     from mapleenv.policies import CheckpointError
     from mapleenv.showdown import ShowdownError
 
@@ -180,16 +201,15 @@ def _check_spec(env: EnvConfig) -> list[str]:
     try:
         spec = env_spec(env)
     except ValueError as exc:
-        return [_spec_problem(str(exc), env)]
+        return [_spec_problem(str(exc), env)], None
     try:
-        spec.checked(where="env.")
+        return [], spec.checked(where="env.")
     except CheckpointError:
         raise  # the CLI's own one line for a refused checkpoint file
     except ValueError as exc:
-        return [str(exc)]
+        return [str(exc)], None
     except ShowdownError:
-        return []
-    return []
+        return [], None
 
 
 def _spec_problem(message: str, env: ShowdownEnvConfig) -> str:

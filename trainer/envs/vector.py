@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from multiprocessing import connection as mp_connection
@@ -12,6 +13,7 @@ import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.async_vector_env import AsyncState
 
+from mapleenv.spec import EnvSpec
 from mapleenv.vector import EnvPoolFailed, EnvWorkersFailing
 from trainer.config import (
     ConfigError,
@@ -33,19 +35,19 @@ __all__ = [
     "autoreset_mode",
     "make_envs",
     "new_replacements",
+    "run_spec",
     "terminate_envs",
     "worker_failure",
 ]
 
 
-def make_envs(
-    cfg: EnvConfig, seed: int | None = None, log_dir: str | Path | None = None
-) -> VectorEnv:
+def make_envs(cfg: EnvConfig, spec: EnvSpec | None = None) -> VectorEnv:
     """A vector env for ``cfg`` (``kind`` ``showdown`` or ``gym``); the values were checked
-    with the config (:func:`trainer.config.to_train_config`), the Showdown settings again by
-    ``EnvSpec``, their one home."""
+    with the config (:func:`trainer.config.to_run_config`). Showdown envs are built from
+    ``spec``, the run's checked spec (:func:`run_spec`), trusted as it is."""
     if isinstance(cfg, ShowdownEnvConfig) or cfg.kind == "showdown":
-        envs = _make_showdown(cfg, seed, log_dir)  # type: ignore[arg-type]
+        assert spec is not None and spec.is_checked, "Showdown envs need the run's checked spec"
+        envs = _make_showdown(cfg, spec)  # type: ignore[arg-type]
     elif isinstance(cfg, GymEnvConfig) or cfg.kind == "gym":
         envs = _make_gym(cfg)  # type: ignore[arg-type]
     else:
@@ -55,6 +57,24 @@ def make_envs(
     if isinstance(envs, AsyncVectorEnv) and cfg.step_timeout_s is not None:
         return StepWatch(envs, cfg.step_timeout_s)
     return envs
+
+
+def run_spec(
+    cfg: EnvConfig, spec: EnvSpec | None, seed: int | None, log_dir: str | Path | None
+) -> EnvSpec | None:
+    """The checked spec of a run's Showdown envs: the config step's
+    (:func:`trainer.config.to_run_config`) with the run's seed and server log folder;
+    ``None`` for a Gymnasium env. A caller that kept only the typed config (or a config
+    checked without Node) gives none: it is built from ``env.*`` and checked here."""
+    if not (isinstance(cfg, ShowdownEnvConfig) or cfg.kind == "showdown"):
+        return None
+    if spec is None:
+        try:
+            spec = env_spec(cfg).checked()
+        except ValueError as exc:
+            raise ConfigError(f"env: {exc}") from exc
+    log_dir = None if log_dir is None else str(log_dir)
+    return dataclasses.replace(spec, seed=seed, log_dir=log_dir)
 
 
 class EnvWorkerStalled(RuntimeError):
@@ -196,13 +216,7 @@ def _make_gym(cfg: GymEnvConfig) -> VectorEnv:
     )
 
 
-def _make_showdown(
-    cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None
-) -> VectorEnv:
-    try:  # the one check of the run (plugins, format, teams); workers get the checked spec
-        spec = showdown_spec(cfg, seed, log_dir)
-    except ValueError as exc:
-        raise ConfigError(f"env: {exc}") from exc
+def _make_showdown(cfg: ShowdownEnvConfig, spec: EnvSpec) -> VectorEnv:
     log.info(
         "starting %d Showdown env(s) (%s, %s backend): %s vs %s",
         cfg.num_envs,
@@ -234,8 +248,3 @@ def _make_showdown(
         battles_per_worker=cfg.battles_per_worker,
         **vector,
     )
-
-
-def showdown_spec(cfg: ShowdownEnvConfig, seed: int | None, log_dir: str | Path | None) -> Any:
-    """The checked ``EnvSpec`` of ``env.*`` (:func:`trainer.config.env_spec`)."""
-    return env_spec(cfg, seed, log_dir).checked()

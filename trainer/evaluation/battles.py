@@ -6,6 +6,7 @@ battles count, so short battles are not over-represented; aborted battles are re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -18,7 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from mapleenv.opponents import check_policy_files
 from mapleenv.policies import sample_actions
+from mapleenv.spec import EnvSpec
 from trainer.config import check_evaluation
 from trainer.envs.episodes import finished_infos, finished_values
 from trainer.envs.spaces import ObsAdapter
@@ -142,112 +145,99 @@ class QualityLog:
 
 def evaluate_policy(
     policy: torch.nn.Module,
+    spec: EnvSpec,
     opponents: Sequence[str],
     battles: int,
     *,
-    battle_format: str = "gen9randombattle",
-    team: str | None = None,
-    opponent_team: str | None = None,
-    encoder: str | None = None,
     num_envs: int = 4,
     sample: bool = True,
     device: torch.device | str = "cpu",
-    seed: int = 0,
-    max_turns: int | None = None,
-    mask_futile: bool = False,
-    backend: str = "auto",
-    server_url: str | None = None,
-    log_dir: str | Path | None = None,
-    replay_dir: str | Path | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
-    plugins: Sequence[str] = (),
+    progress: Callable[[str, int, int, int], None] | None = None,
     search: Any = None,
 ) -> list[OpponentResult]:
-    """Evaluate ``policy`` against each of ``opponents`` (see module docs).
-
-    ``progress(opponent, done, total)`` is called as battles finish. With the server backend
-    and no ``server_url``, one local server serves all opponents. ``team``/``opponent_team``:
-    team files or folders, validated once. ``plugins``: modules imported first and in every env
-    worker (``docs/extending.md``). ``mask_futile``: the env setting. ``search``: a
-    ``mapleenv.search.SearchConfig`` re-deciding the policy's picks (docs/search.md).
-    ``encoder``: the policy's (``None``: the format's default, ``mapleenv.EnvSpec``).
+    """Evaluate ``policy`` against each of ``opponents`` (see module docs) on the envs of
+    ``spec``, a checked ``EnvSpec`` (``EnvSpec(...).checked()``, a run's), trusted as it
+    is: its ``seed`` (``None``: 0) seeds the battles, its ``replay_dir`` gets a folder per
+    opponent and, with the server backend and no server, one local server (logging to its
+    ``log_dir``) serves all opponents. ``progress(opponent, done, total, wins)`` is called
+    as battles finish. ``search``: a ``mapleenv.search.SearchConfig`` re-deciding the
+    policy's picks (docs/search.md).
     """
     check_evaluation(list(opponents), battles, num_envs)
-    spec = _evaluation_spec(
-        opponents,
-        battle_format=battle_format,
-        team=team,
-        opponent_team=opponent_team,
-        server=server_url,
-        log_dir=log_dir,
-        encoder=encoder,
-        max_turns=max_turns,
-        mask_futile=mask_futile,
-        backend=None if backend == "auto" else backend,
-        plugins=list(plugins),
-        search_view=search is not None,
+    assert spec.is_checked, "evaluate_policy: give a checked spec (EnvSpec(...).checked())"
+    for name in opponents:  # policy:<checkpoint>: the safe loader, before any worker
+        check_policy_files(name, spec.battle_format)
+    _check_game(policy, str(spec.encoder), spec.battle_format)
+    # masked sampling: an illegal action is a bug; the battle log: play quality
+    spec = dataclasses.replace(
+        spec, on_illegal="raise", battle_log=True, search_view=search is not None
     )
-    _check_game(policy, str(spec.encoder), battle_format)  # after the spec: plugins imported
     was_training = policy.training
     policy.eval()
-    spec, pool = _shared_server(spec, log_dir)
-    results = []
+    spec, pool = _shared_server(spec)
     searcher = _searcher(search, policy, str(spec.encoder), spec.mask_futile)
+    play = {"device": device, "sample": sample, "progress": progress, "searcher": searcher}
     try:
-        for k, name in enumerate(opponents):
-            quality = QualityLog()
-            envs = _opponent_envs(spec, name, k, min(num_envs, battles), seed, replay_dir)
-            try:
-                result = _play_opponent(
-                    policy,
-                    envs,
-                    name,
-                    battles,
-                    device,
-                    sample,
-                    seed + k,
-                    progress,
-                    quality,
-                    searcher,
-                    record_choices=replay_dir is not None,
-                )
-            finally:
-                envs.close()
-            results.append(result)
+        return [
+            _evaluate_opponent(policy, spec, name, k, battles, num_envs, play)
+            for k, name in enumerate(opponents)
+        ]
     finally:
         if pool is not None:
             pool.stop()
         if searcher is not None:
             searcher.close()
         policy.train(was_training)
-    return results
 
 
-def _shared_server(spec: Any, log_dir: str | Path | None) -> tuple[Any, Any]:
+def _evaluate_opponent(
+    policy: torch.nn.Module,
+    spec: EnvSpec,
+    name: str,
+    k: int,
+    battles: int,
+    num_envs: int,
+    play: dict[str, Any],
+) -> OpponentResult:
+    """The ``k``-th opponent ``name``'s battles on envs of its own (:func:`_opponent_envs`)."""
+    seed = (spec.seed or 0) + k
+    envs = _opponent_envs(spec, name, k, min(num_envs, battles))
+    try:
+        return _play_opponent(
+            policy,
+            envs,
+            name,
+            battles,
+            seed=seed,
+            quality=QualityLog(),
+            record_choices=spec.replay_dir is not None,
+            **play,
+        )
+    finally:
+        envs.close()
+
+
+def _shared_server(spec: EnvSpec) -> tuple[EnvSpec, Any]:
     """With the server backend and no server given, one local server for all opponents:
     the spec pointing at it, and its pool (None otherwise)."""
     if spec.backend != "server" or spec.server is not None:
         return spec, None
-    import dataclasses
-
     from mapleenv.showdown import ServerPool
 
-    pool = ServerPool(1, log_dir=log_dir).start()
+    pool = ServerPool(1, log_dir=spec.log_dir).start()
     return dataclasses.replace(spec, server=pool.configuration_for(0)), pool
 
 
-def _opponent_envs(
-    spec: Any, name: str, k: int, num_envs: int, seed: int, replay_dir: str | Path | None
-) -> Any:
+def _opponent_envs(spec: EnvSpec, name: str, k: int, num_envs: int) -> Any:
     """The vector env of the ``k``-th opponent ``name``: its own seeds and replay folder."""
-    import dataclasses
-
     from mapleenv import make_vector_env
 
-    replays = None if replay_dir is None else str(Path(replay_dir) / _safe_name(name))
+    replays = spec.replay_dir
+    replays = None if replays is None else str(Path(replays) / _safe_name(name))
+    seed = (spec.seed or 0) + 1000 * k
     return make_vector_env(
         num_envs,
-        dataclasses.replace(spec, opponent=name, replay_dir=replays, seed=seed + 1000 * k),
+        dataclasses.replace(spec, opponent=name, replay_dir=replays, seed=seed),
         autoreset_mode="SameStep",
     )
 
@@ -283,45 +273,30 @@ def _check_game(policy: torch.nn.Module, encoder: str, battle_format: str) -> No
         )
 
 
-def _evaluation_spec(opponents: Sequence[str], **settings: Any) -> Any:
-    """The one env spec of every opponent's envs, checked once (plugins imported, the
-    format checked, teams read and validated once)."""
-    from mapleenv.opponents import check_policy_files
-    from mapleenv.plugins import import_plugins
-    from mapleenv.spec import EnvSpec
-
-    import_plugins(settings["plugins"])
-    for name in opponents:
-        # policy:<checkpoint>: the safe loader, before any worker; either game's opponents
-        check_policy_files(name, settings.get("battle_format"))
-    # masked sampling: an illegal action is a bug
-    return EnvSpec(**settings, on_illegal="raise", battle_log=True).checked()
-
-
 def _play_opponent(
     policy: torch.nn.Module,
     envs: Any,
     name: str,
     battles: int,
+    *,
     device: torch.device | str,
     sample: bool,
     seed: int,
-    progress: Callable[[str, int, int], None] | None,
+    progress: Callable[[str, int, int, int], None] | None,
     quality: QualityLog,
     searcher: Any = None,
-    *,
     record_choices: bool = False,
 ) -> OpponentResult:
     """``battles`` counted battles against one opponent on ``envs``, logged; ``quality``
     counts each counted battle's play quality from its log (``record_choices``: see
     :func:`play_battles`)."""
-    done = 0
+    done = won_so_far = 0
 
     def on_battle(won: bool) -> None:
-        nonlocal done
-        done += 1
+        nonlocal done, won_so_far
+        done, won_so_far = done + 1, won_so_far + won
         if progress is not None:
-            progress(name, done, battles)
+            progress(name, done, battles, won_so_far)
 
     t0 = time.perf_counter()
     if searcher is not None:

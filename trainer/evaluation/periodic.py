@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -11,26 +12,65 @@ from typing import Any
 import torch
 
 from mapleenv.files import open_append
+from mapleenv.spec import EnvSpec
 from trainer.config import PeriodicEvalConfig, periodic_eval_problems
+from trainer.config.spec_fields import spec_default
 from trainer.evaluation.battles import evaluate_policy
 from trainer.evaluation.output import results_json
 
 log = logging.getLogger(__name__)
 
 
+RUN_SETTINGS = (
+    "battle_format",
+    "team",
+    "opponent_team",
+    "encoder",
+    "max_turns",
+    "mask_futile",
+    "backend",
+    "server",
+    "log_dir",
+    "plugins",
+)
+"""The settings a run's evaluations keep from its spec: the game and how the policy sees
+it, and where battles run; the rest (its opponent, teacher, reward, worker counts...) are
+``EnvSpec``'s defaults."""
+
+
+def evaluation_view(spec: EnvSpec) -> EnvSpec:
+    """A run's checked spec as its evaluations play it (:data:`RUN_SETTINGS` kept, every
+    other setting ``EnvSpec``'s default); still checked: no setting a check covers changes."""
+    reset = {
+        f.name: spec_default(f.name)
+        for f in dataclasses.fields(EnvSpec)
+        if f.init and f.name not in (*RUN_SETTINGS, "checked_for")
+    }
+    return dataclasses.replace(spec, **reset)
+
+
 class PeriodicEvaluator:
-    """Runs :func:`evaluate_policy` every ``cfg.every`` updates during training.
+    """Runs :func:`evaluate_policy` every ``cfg.every`` updates during training, on the
+    run's spec as :func:`evaluation_view` gives it.
 
     :meth:`columns` are the metrics columns it fills (known at start, so the CSV header
     is stable); :meth:`maybe_run` returns them for due iterations (else ``{}``) and
     appends each evaluation to ``<run dir>/eval.jsonl``.
     """
 
-    def __init__(self, cfg: PeriodicEvalConfig, env_cfg: Any, run_dir: str | Path, seed: int = 0):
+    def __init__(
+        self,
+        cfg: PeriodicEvalConfig,
+        env_cfg: Any,
+        run_dir: str | Path,
+        seed: int = 0,
+        spec: EnvSpec | None = None,
+    ):
         problems = periodic_eval_problems(cfg, env_cfg)
         if problems:
             raise ValueError("; ".join(problems))
-        self.cfg, self.env_cfg, self.run_dir, self.seed = cfg, env_cfg, Path(run_dir), seed
+        self.cfg, self.run_dir, self.seed = cfg, Path(run_dir), seed
+        self.spec = None if spec is None else evaluation_view(spec)
 
     def columns(self) -> list[str]:
         if not self.cfg.every:
@@ -53,26 +93,16 @@ class PeriodicEvaluator:
     ) -> dict[str, float]:
         if not self.due(iteration):
             return {}
-        env = self.env_cfg
+        assert self.spec is not None, "evaluations during training need the run's spec"
         t0 = time.perf_counter()
         results = evaluate_policy(
             policy,
+            dataclasses.replace(self.spec, seed=self.seed + iteration),
             list(self.cfg.opponents),
             self.cfg.battles,
-            battle_format=env.battle_format,
-            team=env.team,
-            opponent_team=env.opponent_team,
-            encoder=env.encoder,
             num_envs=self.cfg.num_envs,
             sample=self.cfg.sample,
             device=device,
-            seed=self.seed + iteration,
-            max_turns=env.max_turns,
-            mask_futile=bool(getattr(env, "mask_futile", False)),
-            backend=env.backend,
-            server_url=env.server_url,
-            log_dir=self.run_dir / "showdown",
-            plugins=list(getattr(env, "plugins", ())),
         )
         row: dict[str, float] = {}
         for r in results:

@@ -1,4 +1,5 @@
-"""Per-iteration metrics: ``metrics.csv``, TensorBoard events and a live console line."""
+"""Per-iteration metrics: ``metrics.csv`` and TensorBoard events (the console line:
+:mod:`trainer.run.progress`)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,9 @@ import csv
 import logging
 import math
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from mapleenv.files import open_append, open_read
 
@@ -49,14 +39,6 @@ COLUMNS = (
     "update_s",
     "wall_s",
 )
-
-
-def _fmt(value: float, spec: str) -> str:
-    return (
-        "-"
-        if value is None or (isinstance(value, float) and math.isnan(value))
-        else format(value, spec)
-    )
 
 
 class MetricsLogger:
@@ -182,55 +164,3 @@ def _after(iteration: str | None, last: int) -> bool:
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
-
-
-def summary_line(row: dict[str, Any]) -> str:
-    """One-line progress summary: step, SPS, return, win rate."""
-    return (
-        f"step {row['global_step']:,} | sps {_fmt(row['sps'], '.0f')} | "
-        f"return {_fmt(row['episode_return'], '.3f')} | win {_fmt(row['win_rate'], '.1%')} | "
-        f"len {_fmt(row['episode_length'], '.1f')}"
-    )
-
-
-class ConsoleProgress:
-    """A live rich progress line on stderr (with the logs; stdout is for results); silent
-    when stderr is not a terminal."""
-
-    def __init__(self, total: int, completed: int) -> None:
-        self._progress = Progress(
-            TextColumn("[bold]train"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[info]}"),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            transient=False,
-            console=Console(stderr=True),
-        )
-        self.live = self._progress.console.is_terminal
-        self._task = self._progress.add_task("train", total=total, completed=completed, info="")
-        self._rerouted: list[tuple[logging.StreamHandler, Any]] = []
-        if self.live:
-            self._progress.start()
-            self._reroute_logging()
-
-    def _reroute_logging(self) -> None:
-        """Send console log handlers through rich's stream proxies, so log lines print
-        above the live line instead of through it."""
-        proxies = {id(sys.__stderr__): sys.stderr, id(sys.__stdout__): sys.stdout}
-        for handler in logging.getLogger().handlers:
-            if isinstance(handler, logging.StreamHandler) and id(handler.stream) in proxies:
-                self._rerouted.append((handler, handler.setStream(proxies[id(handler.stream)])))
-
-    def update(self, row: dict[str, Any]) -> None:
-        if self.live:
-            self._progress.update(self._task, completed=row["global_step"], info=summary_line(row))
-
-    def stop(self) -> None:
-        if self.live:
-            for handler, stream in self._rerouted:
-                handler.setStream(stream)
-            self._rerouted.clear()
-            self._progress.stop()

@@ -3,7 +3,7 @@
 With ``env.teacher`` every env asks its teacher (e.g. poke-env's heuristic player) for a
 choice at each decision, ~0.3 ms of worker CPU per step. Once the kickstarting weight is 0
 for good (``algo.kickstart_steps > 0`` and ``max(kickstart_steps, bc_steps)`` env steps
-done, see ``Trainer.kickstart_coef``), :class:`TeacherSwitch` turns it off in every worker
+done, see :func:`kickstart_weight`), :class:`TeacherSwitch` turns it off in every worker
 (``envs.call("set_teacher_active", False)``): ``teacher_action`` stays in the observation
 space, filled with -1. A resumed run past that point turns it off at start; workers
 replaced after a crash start with it on and are turned off again after the next update,
@@ -19,6 +19,16 @@ from trainer.config import AlgoConfig
 from trainer.envs.vector import new_replacements
 
 log = logging.getLogger(__name__)
+
+
+def kickstart_weight(algo: AlgoConfig, global_step: int) -> float:
+    """The kickstarting weight at ``global_step``: ``kickstart_coef`` during the ``bc_steps``
+    cloning phase, then decayed linearly from there to zero at ``kickstart_steps`` env steps
+    (``0``: constant)."""
+    if algo.kickstart_steps <= 0 or global_step < algo.bc_steps:
+        return algo.kickstart_coef
+    span = max(algo.kickstart_steps - algo.bc_steps, 1)
+    return algo.kickstart_coef * max(1.0 - (global_step - algo.bc_steps) / span, 0.0)
 
 
 class TeacherSwitch:

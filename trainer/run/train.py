@@ -17,11 +17,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from mapleenv.files import write_atomic
 from mapleenv.policies import build_policy, check_network, policy_spec, to_plain
+from mapleenv.spec import EnvSpec
 from trainer.algos import make_learner
 from trainer.algos.buffer import RolloutBuffer
 from trainer.algos.reward_norm import RewardNormalizer
 from trainer.algos.terms import LossTerm, aux_term, kickstart_term
-from trainer.config import ConfigError, TrainConfig, to_train_config
+from trainer.config import ConfigError, RunConfig, TrainConfig, to_run_config
 from trainer.envs.episodes import OpponentStats, win_rate_columns
 from trainer.envs.spaces import ObsAdapter
 from trainer.envs.vector import (
@@ -29,6 +30,7 @@ from trainer.envs.vector import (
     EnvWorkersFailing,
     EnvWorkerStalled,
     make_envs,
+    run_spec,
     terminate_envs,
     worker_failure,
 )
@@ -49,11 +51,12 @@ from trainer.run.checkpoint import (
 from trainer.run.device import resolve_device
 from trainer.run.folder import check_run_folder
 from trainer.run.init_from import init_weights
-from trainer.run.metrics import ConsoleProgress, MetricsLogger, summary_line
+from trainer.run.metrics import MetricsLogger
+from trainer.run.progress import ConsoleProgress, RunClock, summary_line
 from trainer.run.rollout import EpisodeStats, RolloutCollector
 from trainer.run.search_teacher import SearchTeacherLog
 from trainer.run.selfplay import SelfPlay
-from trainer.run.teacher import TeacherSwitch
+from trainer.run.teacher import TeacherSwitch, kickstart_weight
 from trainer.run.threads import cpu_cores, sigint_ignored, torch_threads
 
 log = logging.getLogger(__name__)
@@ -70,7 +73,9 @@ class Trainer:
     """Owns the envs, policy, optimizer, buffer and collector of one run.
 
     ``envs`` may be given (e.g. by a benchmark); otherwise they are built from the config
-    and closed by :meth:`close`.
+    and closed by :meth:`close`. ``spec``: the checked ``EnvSpec`` of ``env.*`` from
+    :func:`trainer.config.to_run_config` (without one it is built and checked here); the
+    envs and the periodic evaluations are built from it.
     """
 
     def __init__(
@@ -80,6 +85,7 @@ class Trainer:
         raw_config: dict[str, Any],
         envs: VectorEnv | None = None,
         resume_from: Path | None = None,
+        spec: EnvSpec | None = None,
     ) -> None:
         self.cfg, self.run_dir, self.raw_config = cfg, Path(run_dir), raw_config
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -87,11 +93,8 @@ class Trainer:
         ckpt = load_checkpoint(resume_from) if resume_from is not None else None
         self._start_counters(ckpt)
         self._owns_envs = envs is None
-        self.envs = (
-            envs
-            if envs is not None
-            else make_envs(cfg.env, seed=cfg.seed, log_dir=self.run_dir / "showdown")
-        )
+        self.spec = run_spec(cfg.env, spec, cfg.seed, self.run_dir / "showdown")
+        self.envs = envs if envs is not None else make_envs(cfg.env, self.spec)
         try:  # from here on, a failure closes the envs (and the servers they started)
             self._watch_envs()
             self._build_learner(ckpt, resume_from)
@@ -133,7 +136,7 @@ class Trainer:
         opponents = win_rate_columns(getattr(cfg.env, "opponent", None))
         self.envs = OpponentStats(self.envs, opponents)
         self.selfplay = SelfPlay.for_env(cfg.selfplay, cfg.env, self.envs)
-        self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed)
+        self.evaluator = PeriodicEvaluator(cfg.eval, cfg.env, self.run_dir, cfg.seed, self.spec)
         self.adapter = ObsAdapter(self.envs.single_observation_space, self.envs.single_action_space)
         if cfg.algo.kickstart_coef > 0 and not self.adapter.has_teacher:
             raise ValueError(
@@ -271,16 +274,6 @@ class Trainer:
             return self.cfg.algo.lr
         return self.cfg.algo.lr * (1.0 - self.progress())
 
-    def kickstart_coef(self) -> float:
-        """The kickstarting weight now: ``kickstart_coef`` during the ``bc_steps`` cloning
-        phase, then decayed linearly from there to zero at ``kickstart_steps`` env steps (``0``:
-        constant)."""
-        algo = self.cfg.algo
-        if algo.kickstart_steps <= 0 or self.global_step < algo.bc_steps:
-            return algo.kickstart_coef
-        span = max(algo.kickstart_steps - algo.bc_steps, 1)
-        return algo.kickstart_coef * max(1.0 - (self.global_step - algo.bc_steps) / span, 0.0)
-
     def train_iteration(self) -> dict[str, Any]:
         """One rollout and one update (``algo.name``); returns the metrics row."""
         algo = self.cfg.algo
@@ -296,7 +289,7 @@ class Trainer:
             self.buffer.teacher_actions.fill_(-1)
         t1 = time.perf_counter()
         self.policy.train()
-        kickstart = self.kickstart_coef()
+        kickstart = kickstart_weight(self.cfg.algo, self.global_step)
         cloning = self.global_step < algo.bc_steps
         terms: list[LossTerm] = [kickstart_term(kickstart), *self.search.terms()]
         if algo.aux_coef > 0:  # PPO only (a config check)
@@ -359,9 +352,12 @@ class Trainer:
             ),
             through_iteration=self.iteration if self.resumed else None,
         )
-        progress = ConsoleProgress(self.cfg.total_steps, self.global_step)
         start = time.perf_counter()
         seconds_before = self.train_seconds
+        clock = RunClock(
+            self.cfg.total_steps, self.cfg.max_minutes, self.global_step, seconds_before
+        )
+        progress = ConsoleProgress(clock)
         row = None
         try:
             while self.budget_left():
@@ -374,12 +370,13 @@ class Trainer:
                 )
                 row["wall_s"] = time.perf_counter() - start
                 metrics.write(row)
-                progress.update(row)
+                progress.update(row, self.train_seconds)
                 self.save()
                 if self.cfg.checkpoint_every and self.iteration % self.cfg.checkpoint_every == 0:
                     self.save(f"step_{self.global_step:010d}.pt")
                 if self.iteration % self.cfg.log_every == 0 or not self.budget_left():
-                    log.info("iter %d | %s", self.iteration, summary_line(row))
+                    status = clock.status(self.global_step, self.train_seconds)
+                    log.info("iter %d | %s", self.iteration, summary_line(row, status))
         except (EnvWorkerStalled, EnvPoolFailed, EnvWorkersFailing):
             self._interrupted = True  # hung or blocked workers: terminate, don't wait
             raise
@@ -421,9 +418,12 @@ class Trainer:
             self.envs = None
 
 
-def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
-    """Validate ``cfg``, resolve ``resume``, train, close. Returns the last metrics row."""
-    typed = to_train_config(cfg)
+def train(
+    cfg: DictConfig, run_dir: str | Path, checked: RunConfig | None = None
+) -> dict[str, Any] | None:
+    """Validate ``cfg`` (``checked``: already done, by the CLI's preflight), resolve
+    ``resume``, train, close. Returns the last metrics row."""
+    typed, spec = checked if checked is not None else to_run_config(cfg)
     run_dir = Path(run_dir)
     resume_from = None
     if typed.resume:
@@ -435,7 +435,7 @@ def train(cfg: DictConfig, run_dir: str | Path) -> dict[str, Any] | None:
     log.info("run dir: %s", run_dir)
     remove_stale_temporaries(run_dir / CHECKPOINT_DIR)
     raw = OmegaConf.to_container(cfg, resolve=True)
-    trainer = Trainer(typed, run_dir, raw, resume_from=resume_from)
+    trainer = Trainer(typed, run_dir, raw, resume_from=resume_from, spec=spec)
     try:
         # only now: a resume whose checkpoint this config cannot load must not overwrite it
         write_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))

@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from omegaconf import OmegaConf
 from warm_cli import run_python
 
+from mapleenv import EnvSpec
 from trainer.apps.evaluate import run
 from trainer.config import EvaluateConfig, ModelConfig, PeriodicEvalConfig
 from trainer.evaluation import (
@@ -76,12 +77,13 @@ def test_periodic_evaluator_columns_and_schedule(tmp_path):
 
 def test_bad_evaluations_fail_before_any_battle():
     policy = torch.nn.Linear(1, 1)  # never called: the arguments are checked first
+    spec = EnvSpec(server="127.0.0.1:8000").checked()  # an external server: no Node here
     with pytest.raises(ValueError, match="policy:<checkpoint>"):
-        evaluate_policy(policy, ["random", "mix:random=1,self=1"], 10)
+        evaluate_policy(policy, spec, ["random", "mix:random=1,self=1"], 10)
     with pytest.raises(ValueError, match="battles"):
-        evaluate_policy(policy, ["random"], 0)
+        evaluate_policy(policy, spec, ["random"], 0)
     with pytest.raises(ValueError, match="no opponents"):
-        evaluate_policy(policy, [], 10)
+        evaluate_policy(policy, spec, [], 10)
 
 
 class Scripted(gymnasium.Env):

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("poke_engine", reason="poke-engine is not installed (make setup)")
 
+from mapleenv import EnvSpec  # noqa: E402
 from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder  # noqa: E402
 from mapleenv.search import SearchConfig  # noqa: E402
 from trainer.evaluation import evaluate_policy  # noqa: E402
@@ -20,14 +21,13 @@ CHECKPOINT = Path(__file__).resolve().parents[3] / "models" / "attention_ppo_gen
 
 def test_an_engine_searched_evaluation_records_the_engines_work() -> None:
     checkpoint = load_checkpoint(CHECKPOINT)
+    spec = EnvSpec(encoder=snapshot_encoder(checkpoint), backend="direct", max_turns=8)
     (result,) = evaluate_policy(
         policy_from_snapshot(checkpoint),
+        spec.checked(),
         ["max_power"],
         2,
-        encoder=snapshot_encoder(checkpoint),
         num_envs=2,
-        backend="direct",
-        max_turns=8,
         search=SearchConfig(
             engine="poke-engine", time_ms=None, engine_iterations=2000, confident=1.0
         ),  # fmt: skip
@@ -42,14 +42,13 @@ def test_an_engine_searched_evaluation_records_the_engines_work() -> None:
 
 def test_a_policy_search_opponent_searches_on_the_engine_its_name_asks_for() -> None:
     checkpoint = load_checkpoint(CHECKPOINT)
+    spec = EnvSpec(encoder=snapshot_encoder(checkpoint), backend="direct", max_turns=6)
     (result,) = evaluate_policy(
         policy_from_snapshot(checkpoint),
+        spec.checked(),
         [f"policy_search:{CHECKPOINT}?engine=poke-engine&time_ms=30"],
         1,
-        encoder=snapshot_encoder(checkpoint),
         num_envs=1,
-        backend="direct",
-        max_turns=6,
     )
     assert result.battles == 1 and "search" not in result.to_dict()
     assert 0 < result.mean_turns <= 6

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mapleenv import EnvSpec
 from mapleenv.policies import load_checkpoint, policy_from_snapshot, snapshot_encoder
 from mapleenv.search import SearchConfig
 from trainer.evaluation import evaluate_policy
@@ -19,14 +20,13 @@ CHECKPOINT = Path(__file__).resolve().parents[3] / "models" / "attention_ppo_gen
 def test_searched_evaluation_records_what_search_did() -> None:
     checkpoint = load_checkpoint(CHECKPOINT)
     policy = policy_from_snapshot(checkpoint)
+    spec = EnvSpec(encoder=snapshot_encoder(checkpoint), backend="direct", max_turns=8)
     (result,) = evaluate_policy(
         policy,
+        spec.checked(),
         ["max_power"],
         2,
-        encoder=snapshot_encoder(checkpoint),
         num_envs=2,
-        backend="direct",
-        max_turns=8,
         # the agent's network models the opponent too (the greedy reading: test_search.py)
         search=SearchConfig(time_ms=None, sims=20, worlds=1, confident=1.0, opponent="policy"),
     )
@@ -46,14 +46,10 @@ def test_searched_evaluation_records_what_search_did() -> None:
 def test_a_policy_search_opponent_plays_whole_battles() -> None:
     checkpoint = load_checkpoint(CHECKPOINT)
     policy = policy_from_snapshot(checkpoint)
+    # a few searched decisions are enough (a truncated battle counts)
+    spec = EnvSpec(encoder=snapshot_encoder(checkpoint), backend="direct", max_turns=6)
     (result,) = evaluate_policy(
-        policy,
-        [f"policy_search:{CHECKPOINT}"],
-        1,
-        encoder=snapshot_encoder(checkpoint),
-        num_envs=1,
-        backend="direct",
-        max_turns=6,  # a few searched decisions are enough (a truncated battle counts)
+        policy, spec.checked(), [f"policy_search:{CHECKPOINT}"], 1, num_envs=1
     )
     assert result.battles == 1 and "search" not in result.to_dict()
     assert 0 < result.mean_turns <= 6

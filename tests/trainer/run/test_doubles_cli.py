@@ -27,7 +27,7 @@ from hydra import compose, initialize_config_dir
 from poke_env.player import RandomPlayer
 from poke_env.ps_client import AccountConfiguration, ServerConfiguration
 
-from mapleenv import PokemonEnv
+from mapleenv import EnvSpec, PokemonEnv
 from mapleenv.actions import action_space_size
 from mapleenv.policies import policy_from_snapshot, snapshot_encoder
 from trainer.__main__ import CONF_DIR
@@ -211,9 +211,9 @@ def test_evaluate_policy_refuses_a_policy_of_the_other_game(doubles_run: Path) -
     """The Python API too: one line before any env worker starts."""
     policy = policy_from_snapshot(load_checkpoint(doubles_run))
     with pytest.raises(ValueError, match="encoder 'doubles' reads doubles battles"):
-        evaluate_policy(policy, ["random"], 1, encoder="doubles")
+        evaluate_policy(policy, EnvSpec(encoder="doubles").checked(), ["random"], 1)
     with pytest.raises(ValueError, match=r"the policy has 2209 actions and 'gen9randombattle'"):
-        evaluate_policy(policy, ["random"], 1, encoder="simple")
+        evaluate_policy(policy, EnvSpec(encoder="simple").checked(), ["random"], 1)
 
 
 def _compose(config: str, *overrides: str):

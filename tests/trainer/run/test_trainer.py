@@ -72,7 +72,9 @@ def test_cli_trains_a_gym_env_and_writes_every_output(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
     assert "device: cpu (requested auto)" in log or "device: cuda" in log
-    assert "iter 3 | step 384 | sps" in log
+    # done of total and the time left (run/progress.py); the last iteration: nothing left
+    assert "iter 1 | step 128/384 (33%) | eta " in log
+    assert "iter 3 | step 384/384 (100%) | eta 0s | sps" in log
     with (tmp_path / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert tuple(rows[0]) == COLUMNS
@@ -228,7 +230,7 @@ def test_a_showdown_error_stop_says_how_to_resume_once_a_checkpoint_exists(
     import trainer.run.train
     from mapleenv.showdown.package import ShowdownError
 
-    def failing_train(cfg, run_dir) -> None:
+    def failing_train(cfg, run_dir, checked=None) -> None:
         if saved:
             (Path(run_dir) / "checkpoints").mkdir(parents=True)
             (Path(run_dir) / "checkpoints" / "last.pt").write_bytes(b"")
