@@ -5,12 +5,16 @@ holds back every request frame."""
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hostile_servers import Relay
+from warm_cli import run_python
 
 from mapleenv.env import PokemonEnv
 from mapleenv.spec import EnvSpec
@@ -59,3 +63,38 @@ def test_a_slow_servers_battle_is_truncated_at_battle_minutes(
     finally:
         env.close()
         relay.close()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(400)
+def test_evaluate_counts_a_slow_servers_battle_lost(showdown_server, tmp_path) -> None:
+    """``python -m trainer.evaluate battle_minutes=...`` against the slow server: the battle
+    is truncated, counted lost (not replayed as aborted) and the results are written."""
+    root = Path(__file__).resolve().parents[2]
+    relay = Relay(showdown_server.port, lambda frame: frame, delay_s=0.25)
+    try:
+        proc = run_python(
+            [
+                sys.executable,
+                "-m",
+                "trainer.evaluate",
+                f"checkpoint={root / 'models' / 'attention_ppo_gen9random.pt'}",
+                "opponents=[random]",
+                "battles=1",
+                "num_envs=1",
+                "battle_minutes=0.02",
+                f"server_url=127.0.0.1:{relay.port}",
+                f"hydra.run.dir={tmp_path / 'run'}",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=360,
+        )
+    finally:
+        relay.close()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "still going after 0.02 min (battle_minutes)" in out
+    result = json.loads((tmp_path / "run" / "evaluation.json").read_text())["opponents"]["random"]
+    assert (result["battles"], result["wins"]) == (1, 0), result

@@ -103,6 +103,7 @@ def _env_settings(cfg: EvaluateConfig, checkpoint: dict[str, Any]) -> dict[str, 
         "mask_futile": checkpoint_mask_futile(cfg.mask_futile, checkpoint),
         "backend": cfg.backend,
         "plugins": list(cfg.plugins),
+        "battle_minutes": cfg.battle_minutes,
     }
 
 

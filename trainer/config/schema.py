@@ -93,7 +93,7 @@ class SearchSettings(SearchConfig):
 # docs/security.md) as EnvSpec has them; the others None by default: the checkpoint's env.*
 _EvaluateEnv = spec_schema(
     "_EvaluateEnv",
-    ("backend", "plugins"),
+    ("backend", "plugins", "battle_minutes"),
     from_checkpoint=("battle_format", "team", "opponent_team", "max_turns", "mask_futile"),
     module=__name__,
 )
