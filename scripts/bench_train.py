@@ -50,7 +50,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from mapleenv.measure import machine_info, process_cpu, process_role
-from trainer.config import to_train_config
+from trainer.config import to_run_config
 from trainer.run.train import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,9 +135,9 @@ def single(args: argparse.Namespace) -> dict:
     ]
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
-    typed = to_train_config(cfg)
+    typed, spec = to_run_config(cfg)  # the spec checked once, as the CLI does
     run_dir = Path(tempfile.mkdtemp(prefix="maple_bench_train_"))
-    trainer = Trainer(typed, run_dir, OmegaConf.to_container(cfg, resolve=True))
+    trainer = Trainer(typed, run_dir, OmegaConf.to_container(cfg, resolve=True), spec=spec)
     rng = np.random.default_rng(0)
     try:
         trainer.train_iteration()  # warm-up: server, workers, allocator

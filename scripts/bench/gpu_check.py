@@ -59,7 +59,7 @@ from mapleenv.policies import build_policy, load_checkpoint
 from trainer.algos.buffer import ChunkBatch
 from trainer.algos.ppo import evaluate_chunks, ppo_losses, ppo_update
 from trainer.algos.terms import kickstart_term
-from trainer.config import to_train_config
+from trainer.config import to_run_config, to_train_config
 from trainer.run.train import Trainer
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
@@ -79,7 +79,8 @@ def config(overrides: list[str]) -> Any:
 def make_trainer(overrides: list[str], run_dir: Path, resume: Path | None = None) -> Trainer:
     cfg = config(overrides)
     raw = OmegaConf.to_container(cfg, resolve=True)
-    return Trainer(to_train_config(cfg), run_dir, raw, resume_from=resume)
+    typed, spec = to_run_config(cfg)  # the spec checked once, as the CLI does
+    return Trainer(typed, run_dir, raw, resume_from=resume, spec=spec)
 
 
 @contextlib.contextmanager
