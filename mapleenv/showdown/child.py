@@ -124,11 +124,8 @@ class NodeChild(Closing):
             self._stderr.close()
             raise
         self._started = time.monotonic()
+        self.pid: int = self._proc.pid
         self.reader = Reader(self._proc.stdout.fileno(), name, error, self.died)
-
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
 
     @property
     def returncode(self) -> int | None:
