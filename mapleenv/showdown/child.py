@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Self
 
-from mapleenv.showdown.process import close_pipe_child, kill_now, spawn
+from mapleenv.showdown.process import close_pipe_child, kill_now, reap, spawn
 from mapleenv.showdown.snapshot import host_died, refused_hint
 
 TAIL_CHARS = 2000  # of stderr quoted when a child died
@@ -147,13 +147,14 @@ class NodeChild(Closing):
     def communicate(self, data: bytes, timeout: float) -> bytes:
         """For a child that reads all its input, answers and exits: write ``data``, close
         its stdin, and return its stdout; ``error`` (one line) when it fails or hangs."""
-        self.write(data)
+        try:
+            self.write(data)
+        except self.error:  # it ended before reading all: why, in one line
+            raise self.error(self.death()) from None
         with contextlib.suppress(OSError):
             self._proc.stdin.close()
         out = self.reader.read_to_end(timeout)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=timeout)
-        if self._proc.returncode != 0:
+        if reap(self._proc, timeout) != 0:
             raise self.error(self.death())
         return out
 
@@ -168,9 +169,8 @@ class NodeChild(Closing):
     def death(self) -> str:
         """One line: its exit code, the snapshot's hint, its last stderr line that says
         something (Node ends a crash with its own version line)."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=1)
-        tail, code = self.tail(), self._proc.returncode
+        code = reap(self._proc, 1.0)  # before the tail: what it wrote as it ended
+        tail = self.tail()
         hint = refused_hint(tail) or host_died(self.cmd, time.monotonic() - self._started, code)
         said = [x for x in tail.splitlines() if x.strip() and not x.startswith("Node.js v")]
         return f"{self.name} (pid {self.pid}) died with code {code}{hint}" + (
