@@ -4,7 +4,6 @@ compared with), the CPU time of a process tree and which Maple process is which.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
@@ -12,9 +11,12 @@ import resource
 import subprocess
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
+
+if TYPE_CHECKING:
+    from mapleenv.showdown.child import NodeChild
 
 SIM_CEILING_JS = Path(__file__).resolve().parent / "js" / "sim_ceiling.js"
 
@@ -49,36 +51,27 @@ class Ceiling:
 
     def __init__(self, procs: int, battle_format: str = "gen9randombattle", warmup: float = 5.0):
         from mapleenv.showdown import find_node, find_showdown
+        from mapleenv.showdown.child import NodeChild
 
         node = find_node()
         root = find_showdown().parent.parent  # the folder holding node_modules/
-        self.procs = [
-            subprocess.Popen(
-                [node, str(SIM_CEILING_JS), "--serve", "--format", battle_format],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                bufsize=1,
-                cwd=root,
-            )
-            for _ in range(procs)
-        ]
-        if warmup > 0:
-            self.measure(warmup)
+        cmd = [node, str(SIM_CEILING_JS), "--serve", "--format", battle_format]
+        self.procs: list[NodeChild] = []
+        try:
+            for _ in range(procs):
+                self.procs.append(NodeChild(cmd, name="sim_ceiling.js", cwd=root))
+            if warmup > 0:
+                self.measure(warmup)
+        except BaseException:
+            self.close()
+            raise
 
     def measure(self, seconds: float) -> dict[str, Any]:
         """All processes at once for ``seconds``; total turns/s and CPU ms per turn."""
         for proc in self.procs:
-            proc.stdin.write(f"measure {seconds}\n")
-        results = []
-        for proc in self.procs:
-            line = proc.stdout.readline()
-            if not line:
-                raise RuntimeError(
-                    f"sim_ceiling.js exited ({proc.wait()}): {proc.stderr.read().strip()[-2000:]}"
-                )
-            results.append(json.loads(line))
+            proc.write(f"measure {seconds}\n".encode())
+        deadline = 2 * seconds + 60  # a process that hangs: an error, not a wait forever
+        results = [json.loads(proc.reader.line(deadline)) for proc in self.procs]
         return {
             "sim_turns_per_s": sum(r["turns_per_s"] for r in results),
             "sim_cpu_ms_per_turn": 1e3
@@ -90,14 +83,7 @@ class Ceiling:
 
     def close(self) -> None:
         for proc in self.procs:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            proc.close()
 
 
 def sim_ceiling(

@@ -5,15 +5,19 @@
  *
  *   node search_host.js [PATH_TO_pokemon-showdown]
  *
- * Requests:
- *   {"id": 1, "cmd": "search", "view": {...}, "own": ["move 1", "switch 3", ...],
- *    "worlds": K, "sims": N | null, "time_ms": T | null, "seed": S, "uniform": u,
- *    "iterations": R, "rollout": greedy turns past the searched one, "replies": the
- *    opponent's likeliest replies searched per world (0: all), "prior": [log prior per own
- *    choice], "temperature": tau, "narrow_after": passes before only the policy's pick (the
- *    first own choice) and the best other choice go on, in new worlds (0 or no prior:
- *    never), "truth": [sets] | null, "foe_prior": [per world {choice: probability} | null]
- *    | null: the opponent model's (replies by it, the "uniform" share of the model by it)}
+ * Requests (the search settings by the names of mapleenv/search/decide.py's SearchConfig,
+ * which holds their defaults: a request that lacks one fails, naming it):
+ *   {"id": 1, "cmd": "search", "view": {...}, "own": ["move 1", "switch 3", ...], "seed": S,
+ *    "worlds": K, "sims": N | null, "time_ms": T | null, "rollout_turns": greedy turns past
+ *    the searched one, "replies": the opponent's likeliest replies searched per world (0:
+ *    all), "temperature": tau, "narrow_after": passes before only the policy's pick (the
+ *    first own choice) and the best other choice go on, in new worlds (0 or no prior: never),
+ *    "opponent": "greedy" | "policy", "uniform": the share of the opponent model spread over
+ *    its replies ("prior_share" in its place with opponent "policy"), "prior_share",
+ *    "solver_iterations": regret-matching passes, "prior": [log prior per own choice],
+ *    "truth": [sets] | null, "foe_prior": [per world {choice: probability} | null] | null:
+ *    the opponent model's (replies by it, the share of the model by it), "worlds_id": H |
+ *    absent: play the worlds `foe_requests` built and named H (then dropped), not new ones}
  *     -> {"id": 1, "q": [score per own choice, null where no world allowed it or it was
  *         narrowed away],
  *         "ours": [our equilibrium strategy], "sims": n, "worlds": k, "ms": t,
@@ -27,10 +31,11 @@
  *         opponent's request}   (fidelity, opponent model)
  *   {"id": 5, "cmd": "foe_requests", "view": {...}, "seed": S, "worlds": K}
  *     -> {"id": 5, "requests": [the opponent's request in each of the K worlds a search
- *         with this view and seed builds]}   (search.opponent=policy: its model reads them;
- *         the next search with this view and seed plays these worlds, not rebuilt ones)
+ *         with this view and seed builds], "worlds_id": H}   (search.opponent=policy: its
+ *         model reads them; the search that names H plays these worlds, not rebuilt ones;
+ *         the last KEPT_WORLDS handles are kept)
  *   {"id": 6, "cmd": "dump_worlds", "view": {...}, "seed": S, "worlds": K, "own": [choice
- *    strings] | null, "truth": [sets] | null}
+ *    strings] | null, "truth": [sets] | null, "worlds_id": H | absent}
  *     -> {"id": 6, "worlds": [each of the K worlds a search with this view and seed builds,
  *         as JSON (search/dump.js), "names" naming the own choices as the native engine
  *         does: its search reads them], "build_ms": t}
@@ -79,20 +84,58 @@ function worldBattle(req, k) {
   return buildWorld(Sim, gen, req.view, {seed: seedOf(req.seed, k, 2), truth: req.truth});
 }
 
-/** The worlds the last `foe_requests` built, kept for the search that follows it with the
- * same view and seed (the opponent model reads their requests in between), so that each is
- * built once, not twice; taken (and dropped) by the next search. */
-let lastBuilt = null;
+/** Worlds `foe_requests` built, by handle, for the search that names it (the opponent model
+ * reads their requests in between), so that each is built once, not twice: the last
+ * KEPT_WORLDS, each taken (and dropped) by the request that names it. */
+const KEPT_WORLDS = 16;
+const kept = new Map();
+let nextWorldsId = 0;
 
 function worldKey(req) {
   return JSON.stringify([req.seed, req.truth || null, req.view]);
 }
 
-/** The worlds `foe_requests` built for this request's view and seed, or none. */
-function takeBuilt(req) {
-  const built = lastBuilt;
-  lastBuilt = null;
-  return built && built.key === worldKey(req) ? built.battles : [];
+/** Keep `battles`, built for `req`; their handle. */
+function keepWorlds(req, battles) {
+  const id = ++nextWorldsId;
+  kept.set(id, {key: worldKey(req), battles});
+  while (kept.size > KEPT_WORLDS) kept.delete(kept.keys().next().value);
+  return id;
+}
+
+/** The worlds kept under the handle `req.worlds_id` names (dropped from the cache), or none
+ * when it names none; an error for a handle not kept or kept for another view or seed. */
+function takeWorlds(req) {
+  if (req.worlds_id == null) return [];
+  const built = kept.get(req.worlds_id);
+  kept.delete(req.worlds_id);
+  if (!built) {
+    const why = `taken, or past the last ${KEPT_WORLDS} kept`;
+    throw new Error(`worlds ${req.worlds_id} are not kept (${why})`);
+  }
+  if (built.key !== worldKey(req)) {
+    throw new Error(`worlds ${req.worlds_id} were built for another view, seed or truth`);
+  }
+  return built.battles;
+}
+
+/** The SearchConfig fields (mapleenv/search/decide.py) each command reads: SearchConfig holds
+ * their defaults, so a request without one is refused, not filled in here. */
+const NEEDS = {
+  search: ['view', 'own', 'seed', 'worlds', 'sims', 'time_ms', 'rollout_turns', 'replies',
+    'temperature', 'narrow_after', 'opponent', 'uniform', 'prior_share', 'solver_iterations'],
+  dump_worlds: ['view', 'own', 'seed', 'worlds'],
+  foe_requests: ['view', 'seed', 'worlds'],
+  world: ['view', 'seed'],
+  warm: ['format'],
+};
+
+function checkFields(req) {
+  const missing = (NEEDS[req.cmd] || []).filter(name => !(name in req));
+  if (missing.length) {
+    throw new Error(`${req.cmd} request lacks ${missing.join(', ')} (search settings come ` +
+      'from SearchConfig: mapleenv.search.host_settings)');
+  }
 }
 
 /** A reply the policy opponent model gives less than this is ranked by the greedy reading:
@@ -138,11 +181,11 @@ function search(req) {
   const elapsed = () => Number(process.hrtime.bigint() - start) / 1e6;
   const maxSims = req.sims == null ? Infinity : req.sims;
   const maxMs = req.time_ms == null ? Infinity : req.time_ms;
-  const K = Math.max(1, req.worlds || 1);
-  const rolloutTurns = Math.max(0, Math.min(500, req.rollout || 0));
+  const K = Math.max(1, req.worlds);
+  const rolloutTurns = Math.max(0, Math.min(500, req.rollout_turns));
+  const built = takeWorlds(req);
   if (!req.own.length) return {q: [], ours: [], sims: 0, worlds: 0, ms: elapsed()};
   const worlds = [];
-  const built = takeBuilt(req);
   for (let k = 0; k < K && elapsed() < maxMs; k++) worlds.push(makeWorld(req, k, built[k]));
   let buildMs = elapsed();
   let sims = 0;
@@ -221,8 +264,9 @@ function answer(req, worlds, sims, ms) {
     w => !w.refused.has(a) && w.count[a].every(n => n > 0)));
   if (!worlds.length || !rows.length) return {q: req.own.map(() => null), sims, worlds: 0, ms};
   const matrices = worlds.map(w => rows.map(a => Array.from(w.sum[a], (s, b) => s / w.count[a][b])));
-  const {ours, theirs} = solve(matrices, req.iterations || 200);
-  const u = Math.max(0, Math.min(1, req.uniform == null ? 0.25 : req.uniform));
+  const {ours, theirs} = solve(matrices, req.solver_iterations);
+  const share = req.opponent === 'policy' ? req.prior_share : req.uniform;
+  const u = Math.max(0, Math.min(1, share));
   const q = req.own.map(() => null);
   rows.forEach((a, i) => {
     let total = 0;
@@ -257,9 +301,10 @@ function warm(format) {
 /** The K worlds of a request, each as plain JSON (search.engine=poke-engine). */
 function dumpWorlds(req) {
   const start = process.hrtime.bigint();
+  const built = takeWorlds(req);
   const worlds = [];
-  for (let k = 0; k < Math.max(1, req.worlds || 1); k++) {
-    worlds.push(dumpBattle(worldBattle(req, k), req.own));
+  for (let k = 0; k < Math.max(1, req.worlds); k++) {
+    worlds.push(dumpBattle(built[k] || worldBattle(req, k), req.own));
   }
   return {worlds, build_ms: Number(process.hrtime.bigint() - start) / 1e6};
 }
@@ -273,20 +318,19 @@ function choiceName(side, choice) {
 }
 
 function handle(req) {
+  checkFields(req);
   if (req.cmd === 'ping') return {ok: true};
   if (req.cmd === 'warm') return warm(req.format);
   if (req.cmd === 'search') return search(req);
   if (req.cmd === 'dump_worlds') return dumpWorlds(req);
   if (req.cmd === 'foe_requests') { // the opponent's request in each world, for its model
-    const K = Math.max(1, req.worlds || 1);
-    lastBuilt = null; // a world this view cannot build leaves none kept
     const battles = [];
-    for (let k = 0; k < K; k++) battles.push(worldBattle(req, k));
-    lastBuilt = {key: worldKey(req), battles};
-    return {requests: battles.map(battle => battle.sides[1].activeRequest)};
+    for (let k = 0; k < Math.max(1, req.worlds); k++) battles.push(worldBattle(req, k));
+    return {requests: battles.map(battle => battle.sides[1].activeRequest),
+      worlds_id: keepWorlds(req, battles)};
   }
   if (req.cmd === 'world') {
-    const battle = worldBattle(Object.assign({seed: 0}, req), 0);
+    const battle = worldBattle(req, 0);
     const foe = legalChoices(battle.sides[1]);
     const reply = {state: summarize(battle), foe};
     if (req.foe_request) reply.foe_request = battle.sides[1].activeRequest;

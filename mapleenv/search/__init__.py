@@ -2,7 +2,14 @@
 one-turn simultaneous-move game per world, its scores combined with the policy's prior
 (docs/search.md)."""
 
-from mapleenv.search.decide import Decision, SearchConfig, Searcher, SearchStats, host_view
+from mapleenv.search.decide import (
+    Decision,
+    SearchConfig,
+    Searcher,
+    SearchStats,
+    host_settings,
+    host_view,
+)
 from mapleenv.search.engine.available import EngineMissing, require_engine, require_engine_for
 from mapleenv.search.host import SearchHost, SearchHostError, SearchRefused
 from mapleenv.search.opponent_model import PolicyOpponentModel, make_opponent_model
@@ -24,6 +31,7 @@ __all__ = [
     "battle_view",
     "decision_view",
     "readable_view",
+    "host_settings",
     "host_view",
     "make_opponent_model",
     "require_engine",

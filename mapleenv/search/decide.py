@@ -71,6 +71,7 @@ class SearchConfig:
     engine: str = "showdown"  # what plays the worlds: "showdown" or "poke-engine" (native)
     engine_iterations: int | None = None  # poke-engine MCTS iterations a world (None: time_ms)
     engine_prior: float = 1.0  # poke-engine: weight of log prior against log visit share
+    solver_iterations: int = 200  # regret-matching passes solving the worlds' game (showdown)
 
     def __post_init__(self) -> None:
         native = self.engine == "poke-engine" and self.engine_iterations is not None
@@ -96,6 +97,7 @@ class SearchConfig:
             "search.engine_iterations": self.engine_iterations is None
             or 1 <= self.engine_iterations <= 10_000_000,
             "search.engine_prior": 0 <= self.engine_prior <= 100,
+            "search.solver_iterations": 1 <= self.solver_iterations <= 100_000,
         }
         for name, ok in checks.items():
             if not ok:
@@ -106,6 +108,28 @@ class SearchConfig:
                     else "is out of range"
                 )
                 raise ValueError(f"{name} {what}: {getattr(self, name[7:])!r}")
+
+
+# the SearchConfig fields search_host.js reads: a search request carries each by its own name
+# (the host has no defaults of its own and refuses a request that lacks one)
+HOST_SETTINGS = (
+    "worlds",
+    "sims",
+    "time_ms",
+    "rollout_turns",
+    "replies",
+    "temperature",
+    "narrow_after",
+    "opponent",
+    "uniform",
+    "prior_share",
+    "solver_iterations",
+)
+
+
+def host_settings(config: SearchConfig) -> dict[str, Any]:
+    """``config``'s :data:`HOST_SETTINGS`, as a ``search`` request carries them."""
+    return {name: getattr(config, name) for name in HOST_SETTINGS}
 
 
 @dataclasses.dataclass
@@ -266,21 +290,13 @@ class Searcher:
     def _request(self, decision: Decision, actions: list[int]) -> dict[str, Any]:
         view = decision.view
         key = f"{view.get('battle_tag', '')}:{view.get('turn', 0)}".encode()
-        policy_model = self._model is not None
         return {
+            **host_settings(self.config),
             "view": host_view(view),
             "own": [decision.choices[a] for a in actions],
-            "worlds": self.config.worlds,
-            "sims": self.config.sims,
-            "time_ms": self.config.time_ms,
             "seed": zlib.crc32(key, self.config.seed),
-            "uniform": self.config.prior_share if policy_model else self.config.uniform,
-            "rollout": self.config.rollout_turns,
-            "replies": self.config.replies,
             # for narrowing (search_host.js): the candidates' scores as `combine` reads them
             "prior": [log_prior(decision.probs, a) for a in actions],
-            "temperature": self.config.temperature,
-            "narrow_after": self.config.narrow_after,
         }
 
     def choose(self, decisions: Sequence[Decision]) -> list[int]:
@@ -351,18 +367,20 @@ class Searcher:
         self, host: SearchHost, view: Mapping[str, Any], request: dict[str, Any]
     ) -> None:
         """Adds the opponent model's probabilities of the opponent's choices in each world
-        the search will build (the same view and seed build the same worlds; None when the
-        worlds cannot be built: the search then refuses the decision), and takes the time it
+        the search will play (the worlds the host built for them, named by the handle it
+        returned; None when the worlds cannot be built: the search then refuses the
+        decision), and takes the time it
         took out of the decision's ``time_ms``: the budget is the decision's, model included."""
         start = time.perf_counter()
         try:
-            requests = host.request(
+            built = host.request(
                 "foe_requests", view=request["view"], seed=request["seed"], worlds=request["worlds"]
-            )["requests"]
+            )
         except SearchRefused:
             request["foe_prior"] = None
             return
-        priors = self._model.priors(view, requests)
+        request["worlds_id"] = built["worlds_id"]  # the search plays the worlds read here
+        priors = self._model.priors(view, built["requests"])
         spent = 1000 * (time.perf_counter() - start)
         self.stats.model_ms += spent
         self.stats.modelled += any(p is not None for p in priors)

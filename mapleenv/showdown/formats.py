@@ -15,10 +15,10 @@ import functools
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
+from mapleenv.showdown.child import NodeChild
 from mapleenv.showdown.package import ShowdownError, data_dir, find_node, find_showdown
 
 _LIST_FORMATS = """
@@ -57,16 +57,11 @@ def known_formats() -> dict[str, tuple[bool, str]]:
     cached = _read_cache(cache) if cache is not None else None
     if cached is not None:
         return cached
+    cmd = [find_node(), "-e", _LIST_FORMATS, str(package / "dist" / "sim")]
     try:
-        proc = subprocess.run(
-            [find_node(), "-e", _LIST_FORMATS, str(package / "dist" / "sim")],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        formats = _parse(json.loads(proc.stdout))
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        with NodeChild(cmd, name="the format listing", error=ShowdownError) as child:
+            formats = _parse(json.loads(child.communicate(b"", timeout=120)))
+    except (OSError, ShowdownError, ValueError) as exc:
         raise ShowdownError(f"could not list the simulator's formats: {exc}") from exc
     if cache is not None:
         _write_cache(cache, formats)

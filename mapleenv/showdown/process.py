@@ -2,7 +2,7 @@
 
 :func:`spawn` starts a child that dies with its parent (``PR_SET_PDEATHSIG`` on Linux),
 :func:`terminate` stops it (SIGTERM, then SIGKILL; a whole process group when asked),
-:func:`kill` stops a hung one at once (SIGKILL),
+:func:`kill` stops a hung one at once (SIGKILL), :func:`reap` waits for one that is ending,
 :func:`stop_at_exit` stops still-running owners from an ``atexit`` hook, and
 :class:`Watchdog` restarts dead children from a daemon thread (backing off, then giving up
 with a :attr:`Watchdog.failure` that owners report so the run can stop).
@@ -61,6 +61,14 @@ def _signal(process: subprocess.Popen, sig: int, group: bool) -> None:
             os.killpg(process.pid, sig)
         else:
             process.send_signal(sig)
+
+
+def reap(process: subprocess.Popen, timeout: float) -> int | None:
+    """Wait up to ``timeout`` s for ``process`` to end and reap it: its exit code, or None
+    while it still runs."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=timeout)
+    return process.returncode
 
 
 def kill_now(process: subprocess.Popen) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 from poke_env.teambuilder.teambuilder import Teambuilder
 
 from mapleenv.paths import printable, read_small_file, size_text
+from mapleenv.showdown.child import NodeChild
 from mapleenv.showdown.package import ShowdownError, find_node, find_showdown
 from mapleenv.showdown.snapshot import node_command
 
@@ -78,21 +78,13 @@ def read_team_file(path: Path, *, key: str = "team") -> str:
 
 
 def _run_script(battle_format: str | None, entries: list[dict[str, str]]) -> list[dict]:
-    request = json.dumps({"format": battle_format, "teams": entries})
+    request = json.dumps({"format": battle_format, "teams": entries}).encode()
+    cmd = node_command(find_node(), TEAMS_SCRIPT, find_showdown())
     try:
-        proc = subprocess.run(
-            node_command(find_node(), TEAMS_SCRIPT, find_showdown()),
-            input=request,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
+        with NodeChild(cmd, name="the team validator", error=ShowdownError) as child:
+            return json.loads(child.communicate(request, timeout=120))
+    except OSError as exc:
         raise ShowdownError(f"could not run the team validator: {exc}") from exc
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-3:]
-        raise ShowdownError(f"the team validator failed: {' '.join(tail)}")
-    return json.loads(proc.stdout)
 
 
 def check_teams(

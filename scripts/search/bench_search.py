@@ -17,7 +17,7 @@ from pathlib import Path
 from mapleenv.actions import legal_actions
 from mapleenv.env import PokemonEnv
 from mapleenv.measure import machine_info
-from mapleenv.search import SearchConfig, SearchHost, decision_view, host_view
+from mapleenv.search import SearchConfig, SearchHost, decision_view, host_settings, host_view
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))  # scripts/: the shared _cli (last)
 from _cli import print_json, script_parser  # noqa: E402
@@ -77,17 +77,14 @@ def main() -> None:
             for i, view in enumerate(views):
                 own = list(view["choices"].values())[: args.max_actions]
                 world = host_view(view)
+                config = SearchConfig(
+                    time_ms=budget,
+                    worlds=args.worlds,
+                    rollout_turns=args.rollout_turns,
+                    replies=args.replies,
+                )
                 rows.append(
-                    host.request(
-                        "search",
-                        view=world,
-                        own=own,
-                        worlds=args.worlds,
-                        time_ms=budget,
-                        seed=i,
-                        rollout=args.rollout_turns,
-                        replies=args.replies,
-                    )
+                    host.request("search", view=world, own=own, seed=i, **host_settings(config))
                 )
             sim_ms = [(r["ms"] - r["build_ms"]) / r["sims"] for r in rows if r["sims"]]
             print_json(

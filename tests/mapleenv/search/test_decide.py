@@ -63,6 +63,7 @@ def test_confident_priors_mid_turn_switches_and_single_actions_are_not_searched(
         ({"narrow_after": -1}, "search.narrow_after"),
         ({"opponent": "oracle"}, "search.opponent is not one of greedy, policy"),
         ({"prior_share": -0.1}, "search.prior_share"),
+        ({"solver_iterations": 0}, "search.solver_iterations"),
     ],
 )
 def test_bad_settings_are_one_line(settings: dict, field: str) -> None:

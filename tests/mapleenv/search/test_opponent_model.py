@@ -15,7 +15,15 @@ from mapleenv.policies import (
     snapshot_encoder,
     snapshot_mask_futile,
 )
-from mapleenv.search import PolicyOpponentModel, SearchConfig, Searcher, SearchHost, host_view
+from mapleenv.search import (
+    PolicyOpponentModel,
+    SearchConfig,
+    Searcher,
+    SearchHost,
+    SearchRefused,
+    host_settings,
+    host_view,
+)
 from mapleenv.search.mirror import foe_battle
 from tests.mapleenv.search.test_search import mid_battle_decisions
 
@@ -113,41 +121,51 @@ def test_the_models_time_counts_in_the_decisions_time_budget(model) -> None:
 
 
 def test_the_model_weighs_the_scores_by_its_prior() -> None:
-    """With all of the opponent model on the prior (``uniform``, the share, 1) and the prior
-    sure of one reply, each choice's score is its score against that reply alone: the same
-    as a search that plays only that reply (one pass each, the same seeds)."""
+    """With all of the opponent model on the prior (``prior_share`` 1) and the prior sure of
+    one reply, each choice's score is its score against that reply alone: the same as a
+    search that plays only that reply (one pass each, the same seeds)."""
     (decision,) = mid_battle_decisions(seed=15, count=1)
     view = host_view(decision.view)
     own = list(decision.view["choices"].values())[:3]
-    request = {"view": view, "own": own, "worlds": 2, "time_ms": None, "seed": 8, "rollout": 1}
+
+    def settings(**fields) -> dict:
+        config = SearchConfig(time_ms=None, worlds=2, rollout_turns=1, **fields)
+        return {"view": view, "own": own, "seed": 8, **host_settings(config)}
+
     with SearchHost() as host:
         sure = host.request("world", view=view, seed=8, replies=3)["foe"][-1]
         prior = [{sure: 1.0}, {sure: 1.0}]
-        wide = host.request(
-            "search", **request, replies=3, sims=2 * 3 * 3, uniform=1.0, foe_prior=prior
-        )
-        alone = host.request("search", **request, replies=1, sims=2 * 3, foe_prior=prior)
-        spread = host.request("search", **request, replies=3, sims=2 * 3 * 3, uniform=1.0)
+        policy = {"opponent": "policy", "foe_prior": prior}
+        wide = settings(replies=3, sims=2 * 3 * 3, prior_share=1.0, opponent="policy")
+        wide = host.request("search", **wide, foe_prior=prior)
+        alone = host.request("search", **settings(replies=1, sims=2 * 3) | policy)
+        spread = host.request("search", **settings(replies=3, sims=2 * 3 * 3, uniform=1.0))
     assert wide["q"] == pytest.approx(alone["q"])
     assert wide["q"] != pytest.approx(spread["q"])  # an even spread over three replies differs
 
 
-def test_a_search_after_foe_requests_plays_the_worlds_they_were_read_from(model) -> None:
-    """The worlds ``foe_requests`` built are kept for the search that follows with the same
-    view and seed: it scores exactly as one whose worlds are built anew, and a search with
-    another seed does not take them."""
+def test_a_search_naming_the_worlds_foe_requests_built_plays_those_worlds(model) -> None:
+    """The worlds ``foe_requests`` built are kept under the handle it returns: a search that
+    names it scores exactly as one whose worlds are built anew; a handle is taken once, for
+    the view and seed it was built for, and only the last 16 are kept."""
     decisions = list(mid_battle_decisions(seed=16, count=2))
+    config = SearchConfig(time_ms=None, sims=30, worlds=2, rollout_turns=1, replies=3)
     with SearchHost() as kept, SearchHost() as fresh:
         for decision in decisions:
             view = host_view(decision.view)
             own = list(decision.view["choices"].values())[:3]
-            request = {"view": view, "own": own, "worlds": 2, "time_ms": None, "seed": 3}
-            requests = kept.request("foe_requests", view=view, seed=3, worlds=2)["requests"]
-            request.update(
-                sims=30, rollout=1, replies=3, foe_prior=model.priors(decision.view, requests)
-            )
-            other = dict(request, seed=4)
-            after = kept.request("search", **request)
+            request = {"view": view, "own": own, "seed": 3, **host_settings(config)}
+            built = kept.request("foe_requests", view=view, seed=3, worlds=2)
+            request["foe_prior"] = model.priors(decision.view, built["requests"])
+            after = kept.request("search", **request, worlds_id=built["worlds_id"])
             assert after["q"] == fresh.request("search", **request)["q"]
-            kept.request("foe_requests", view=view, seed=3, worlds=2)
-            assert kept.request("search", **other)["q"] == fresh.request("search", **other)["q"]
+            with pytest.raises(SearchRefused, match="are not kept"):
+                kept.request("search", **request, worlds_id=built["worlds_id"])
+            other = kept.request("foe_requests", view=view, seed=3, worlds=2)["worlds_id"]
+            with pytest.raises(SearchRefused, match="built for another view, seed"):
+                kept.request("search", **request | {"seed": 4}, worlds_id=other)
+        first = kept.request("foe_requests", view=view, seed=3, worlds=1)["worlds_id"]
+        for _ in range(16):
+            kept.request("foe_requests", view=view, seed=3, worlds=1)
+        with pytest.raises(SearchRefused, match="past the last 16 kept"):
+            kept.request("dump_worlds", view=view, own=own, seed=3, worlds=1, worlds_id=first)

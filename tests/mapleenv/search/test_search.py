@@ -18,8 +18,10 @@ from mapleenv.search import (
     SearchConfig,
     Searcher,
     SearchHost,
+    SearchRefused,
     SearchStats,
     decision_view,
+    host_settings,
     host_view,
 )
 
@@ -119,7 +121,8 @@ def test_the_time_budget_is_kept() -> None:
         view = host_view(decision.view)
         own = list(decision.view["choices"].values())
         for budget in (50, 300):
-            reply = host.request("search", view=view, own=own, worlds=3, time_ms=budget, seed=1)
+            settings = host_settings(SearchConfig(time_ms=budget, worlds=3))
+            reply = host.request("search", view=view, own=own, seed=1, **settings)
             # checked before every world built and turn simulated: one of those at most
             # over (a search that ignored it would play 1000 passes: seconds to minutes)
             assert reply["ms"] < budget + 400, reply
@@ -131,12 +134,13 @@ def test_narrowing_plays_the_pick_and_one_other_choice_on_in_new_worlds() -> Non
     decision = next(d for d in mid_battle_decisions(seed=11, count=8) if len(d.choices) >= 4)
     view = host_view(decision.view)
     own = list(decision.view["choices"].values())[:4]
-    request = {"view": view, "own": own, "worlds": 2, "sims": 120, "time_ms": None, "seed": 4}
-    request |= {"rollout": 0, "replies": 3, "prior": [np.log(0.25)] * 4, "temperature": 0.015}
+    config = SearchConfig(time_ms=None, sims=120, worlds=2, rollout_turns=0, replies=3)
+    request = {"view": view, "own": own, "seed": 4, "prior": [np.log(0.25)] * 4}
+    request |= host_settings(config)
     with SearchHost() as host:
-        spread = host.request("search", **request, narrow_after=0)
-        narrowed = host.request("search", **request, narrow_after=1)
-        again = host.request("search", **request, narrow_after=1)
+        spread = host.request("search", **request)
+        narrowed = host.request("search", **request | {"narrow_after": 1})
+        again = host.request("search", **request | {"narrow_after": 1})
     # never narrowed: every choice scored, in the two worlds asked for
     assert spread["worlds"] == 2 and all(q is not None for q in spread["q"]), spread
     # after one pass (2 worlds x 4 choices x 3 replies = 24 turns) the policy's pick and the
@@ -189,3 +193,19 @@ def test_a_view_the_host_cannot_build_leaves_that_decision_to_the_policy_and_sea
     assert searcher.stats.refused == 2 and searcher.stats.searched == 1
     assert searcher.stats.fallbacks == 0
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+
+
+def test_a_request_without_a_search_setting_is_refused_naming_it() -> None:
+    """Every search setting comes from ``SearchConfig``: the host fills in none of its own."""
+    (decision,) = mid_battle_decisions(seed=5, count=1)
+    own = list(decision.view["choices"].values())
+    request = {"view": host_view(decision.view), "own": own, "seed": 1}
+    request |= host_settings(SearchConfig(time_ms=None, sims=10, worlds=1))
+    with SearchHost() as host:
+        assert host.request("search", **request)["sims"] == 10
+        for name in ("rollout_turns", "uniform", "solver_iterations"):
+            lacking = {k: v for k, v in request.items() if k != name}
+            with pytest.raises(SearchRefused, match=f"search request lacks {name} "):
+                host.request("search", **lacking)
+        with pytest.raises(SearchRefused, match="dump_worlds request lacks worlds "):
+            host.request("dump_worlds", view=request["view"], own=own, seed=1)

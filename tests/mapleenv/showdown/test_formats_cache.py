@@ -31,7 +31,7 @@ def test_a_kept_listing_is_read_without_starting_node(data_dir: Path, monkeypatc
     assert cache is not None and cache.is_relative_to(data_dir)
     cache.parent.mkdir(parents=True)
     cache.write_text(json.dumps({"gen9kept": [False, "singles"], "gen9vgckept": [True, "doubles"]}))
-    monkeypatch.setattr(formats.subprocess, "run", _no_node)
+    monkeypatch.setattr(formats, "NodeChild", _no_node)
     assert formats.known_formats() == {
         "gen9kept": (False, "singles"),
         "gen9vgckept": (True, "doubles"),
