@@ -85,8 +85,10 @@ function main() {
   const rand = prng(opts.seed);
   for (let b = 0; b < opts.battles; b++) {
     const seed = [opts.seed, b + 1, 7, 11];
+    // the players' seeds make their random teams (without one Showdown draws a fresh seed)
     const battle = new Sim.Battle({formatid: 'gen9randombattle', seed,
-      p1: {name: 'p1', team: null}, p2: {name: 'p2', team: null}});
+      p1: {name: 'p1', team: null, seed: [opts.seed, b + 1, 13, 1]},
+      p2: {name: 'p2', team: null, seed: [opts.seed, b + 1, 13, 2]}});
     const teams = battle.sides.map(side => side.pokemon.slice());
     let turn = 0;
     while (!battle.ended && battle.turn < 300) {
