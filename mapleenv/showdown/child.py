@@ -4,7 +4,7 @@ the team validator all run through :class:`NodeChild`.
 It spawns the child through the supervisor (:func:`mapleenv.showdown.process.spawn`: it
 dies with its parent), reads its stdout with deadlines (:class:`Reader`, also used on a
 socket), keeps its stderr in a file for the tail an error quotes, says why it died (with
-the startup snapshot's hints, :func:`mapleenv.showdown.snapshot.host_died`), and closes
+the startup snapshot's hints, :func:`mapleenv.showdown.snapshot_trust.host_died`), and closes
 or kills it through the supervisor, the one place that reaps.
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Self
 
 from mapleenv.showdown.process import close_pipe_child, kill_now, reap, spawn
-from mapleenv.showdown.snapshot import host_died, refused_hint
+from mapleenv.showdown.snapshot_trust import host_died, refused_hint
 
 TAIL_CHARS = 2000  # of stderr quoted when a child died
 

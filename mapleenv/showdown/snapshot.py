@@ -7,7 +7,8 @@ Node binary, ``NODE_OPTIONS``, the scripts it was built from and the blob's own 
 SHA-256; :func:`node_args` gives the flag that starts a host from it only while that stamp
 holds, so a new Node, other V8 flags, a reinstalled package, a changed entry or a damaged
 blob fall back to a plain start until it is rebuilt. A host that dies at once from it
-anyway makes the process start the next ones without it (:func:`host_died`, one warning).
+anyway makes the process start the next ones without it (one warning:
+:mod:`mapleenv.showdown.snapshot_trust`).
 
     maple-setup-sim --snapshot   # build it if missing or stale (`make setup` runs this)
     maple-setup-sim --check      # where the simulator is, and whether hosts start from it
@@ -25,29 +26,24 @@ import json
 import logging
 import os
 import re
-import select
-import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from mapleenv.showdown.child import NodeChild
 from mapleenv.showdown.package import ShowdownError, find_node, find_showdown
+from mapleenv.showdown.snapshot_trust import SWITCH, distrusted, switched_off
 
 JS_DIR = Path(__file__).resolve().parents[1] / "js"
 ENTRY = JS_DIR / "snapshot.js"
 HOST_SCRIPT = JS_DIR / "sim_host.js"
-SWITCH = "MAPLE_SIM_SNAPSHOT"
 BLOB_NAME = "sim-snapshot.blob"
 STAMP_NAME = "sim-snapshot.json"
 BUILD_TIMEOUT_S = 300.0
-DIED_AT_ONCE_S = 10.0  # a host from the snapshot that dies this soon: the blob is not used again
-# how a Node process crashes (SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGSEGV; 128 + those): V8 on a
-# blob it cannot read
-CRASHES = frozenset({-4, -5, -6, -7, -11, 132, 133, 134, 135, 139})
+BUILDER = "`node --build-snapshot`"
 _TIMESTAMP = re.compile(rb"^\|t:\|\d+$", re.MULTILINE)
 logger = logging.getLogger(__name__)
-_distrusted: list[str] = []  # blobs a host died at once from (this process no longer uses them)
 
 
 class SnapshotError(ShowdownError):
@@ -100,29 +96,6 @@ def write_stamp(folder: Path, showdown_dir: Path, node: str) -> None:
     os.replace(folder / f".{STAMP_NAME}.tmp", folder / STAMP_NAME)
 
 
-def host_died(command: list[str], seconds: float, code: int | None) -> str:
-    """Called when a Node program of :func:`node_command` died ``seconds`` after its start:
-    one that ran from the snapshot and crashed (:data:`CRASHES`) at once makes this
-    process start the next ones without it (said once, as a warning); the hint for its
-    error line, or ``""``."""
-    if "--snapshot-blob" not in command or seconds > DIED_AT_ONCE_S or code not in CRASHES:
-        return ""  # killed or stopped by someone (SIGKILL, SIGTERM): not the blob
-    blob = command[command.index("--snapshot-blob") + 1]
-    if blob not in _distrusted:
-        _distrusted.append(blob)
-        logger.warning(
-            "a simulator host died at once (code %s) started from Maple's startup snapshot "
-            "%s; hosts start without it from here (rebuild it: maple-setup-sim --snapshot)",
-            code,
-            blob,
-        )
-    return f" (it started from the startup snapshot {blob}: hosts now start without it)"
-
-
-def switched_off() -> bool:
-    return os.environ.get(SWITCH, "1").strip().lower() in ("0", "false", "no", "off")
-
-
 def node_args(showdown_dir: Path, node: str, cache: Path | None = None) -> list[str]:
     """``["--snapshot-blob", BLOB]`` when a blob built for this Node and package is there and
     the snapshot is not switched off; else ``[]`` (a plain start, the same battles)."""
@@ -130,7 +103,7 @@ def node_args(showdown_dir: Path, node: str, cache: Path | None = None) -> list[
         return []
     folder = cache or cache_dir(showdown_dir)
     blob = folder / BLOB_NAME
-    if str(blob) in _distrusted:
+    if distrusted(blob):
         return []
     try:
         recorded = json.loads((folder / STAMP_NAME).read_text())
@@ -148,49 +121,34 @@ def node_command(node: str, script: Path, showdown_dir: Path, *args: str) -> lis
     return [node, *node_args(showdown_dir, node), str(script), str(showdown_dir), *args]
 
 
-def refused_hint(stderr: str) -> str:
-    """What to do when Node refused the blob (a change the stamp does not see), for the
-    error of a host that died: ``""`` for any other death."""
-    if "startup snapshot" not in stderr:
-        return ""
-    return f" (Node refused Maple's startup snapshot: {SWITCH}=0 starts hosts without it)"
-
-
 def _run_host(node: str, prefix: list[str], showdown_dir: Path, script: str) -> bytes:
     """What ``sim_host.js`` prints for ``script``, read until every line is acknowledged (the
     host exits at the end of its input without flushing what is still queued)."""
-    proc = subprocess.Popen(
+    child = NodeChild(
         [node, *prefix, str(HOST_SCRIPT), str(showdown_dir)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        name="the snapshot's check host",
+        error=SnapshotError,
     )
-    writer = threading.Thread(target=_feed, args=(proc, script.encode()), daemon=True)
+    writer = threading.Thread(target=_feed, args=(child, script.encode()), daemon=True)
     writer.start()
-    expected, out = script.count("\n"), b""
+    sep, expected, acks, out = b"\nack\n\n", script.count("\n"), 0, b""
     deadline = time.monotonic() + BUILD_TIMEOUT_S
     try:
-        while out.count(b"\nack\n\n") < expected and time.monotonic() < deadline:
-            if not select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                break  # a host that hangs: the deadline, not a read that never returns
-            chunk = proc.stdout.read1(1 << 16)
-            if not chunk:
-                break
-            out += chunk
+        while acks < expected:  # a host that hangs or dies: SnapshotError, one line + tail
+            left = max(deadline - time.monotonic(), 0.0)
+            piece = child.reader.read_through(sep, left, "the check battles")
+            out += piece + sep
+            acks += piece.count(sep) + 1
     finally:
         writer.join(5)
-        proc.kill()
-        err = proc.communicate()[1]
-    if out.count(b"\nack\n\n") < expected:
-        tail = err.decode(errors="replace").strip().splitlines()[-3:]
-        raise SnapshotError(f"simulator host stopped answering: {' | '.join(tail)}")
+        child.kill()
+        child.close()
     return _TIMESTAMP.sub(b"", out)
 
 
-def _feed(proc: subprocess.Popen, data: bytes) -> None:
-    with contextlib.suppress(OSError):
-        proc.stdin.write(data)
-        proc.stdin.flush()
+def _feed(child: NodeChild, data: bytes) -> None:
+    with contextlib.suppress(SnapshotError):  # it died: the reads say why
+        child.write(data)
 
 
 def check_script(turns: int = 60) -> str:
@@ -224,12 +182,10 @@ def build(
     tmp = Path(tmp_name)
     try:
         cmd = [node, "--snapshot-blob", str(tmp), "--build-snapshot", str(ENTRY)]
-        made = subprocess.run(
-            [*cmd, str(showdown_dir)], capture_output=True, timeout=BUILD_TIMEOUT_S, check=False
-        )
-        if made.returncode != 0 or tmp.stat().st_size == 0:
-            tail = made.stderr.decode(errors="replace").strip().splitlines()[-2:]
-            raise SnapshotError(f"`node --build-snapshot` failed: {' | '.join(tail)}")
+        with NodeChild([*cmd, str(showdown_dir)], name=BUILDER, error=SnapshotError) as made:
+            made.communicate(b"", BUILD_TIMEOUT_S)  # it failed: its death, in one line
+        if tmp.stat().st_size == 0:
+            raise SnapshotError(f"{BUILDER} wrote an empty blob")
         script = check_script()
         plain = _run_host(node, [], showdown_dir, script)
         snapped = _run_host(node, ["--snapshot-blob", str(tmp)], showdown_dir, script)
@@ -241,7 +197,7 @@ def build(
         tmp.chmod(0o644)
         os.replace(tmp, folder / BLOB_NAME)
         write_stamp(folder, showdown_dir, node)
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
         raise SnapshotError(f"building the simulator snapshot failed: {exc}") from exc
     finally:
         with contextlib.suppress(OSError):

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from mapleenv.backends.direct.host import SimHost, SimHostError
-from mapleenv.showdown import snapshot
+from mapleenv.showdown import snapshot, snapshot_trust
 from mapleenv.showdown.package import find_node, find_showdown
 
 
@@ -139,7 +139,7 @@ def test_a_host_that_dies_at_once_from_a_snapshot_restarts_without_it(
     monkeypatch.delenv(snapshot.SWITCH, raising=False)
     monkeypatch.delenv("NODE_OPTIONS", raising=False)
     monkeypatch.setattr(snapshot, "cache_dir", lambda _: tmp_path)
-    monkeypatch.setattr(snapshot, "_distrusted", [])
+    monkeypatch.setattr(snapshot_trust, "_distrusted", [])
     built = snapshot.cache_dir(find_showdown()) / snapshot.BLOB_NAME
     real = find_showdown().parent / ".cache" / "maple" / snapshot.BLOB_NAME
     if not real.is_file():
