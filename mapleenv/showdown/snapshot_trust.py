@@ -26,10 +26,10 @@ def distrusted(blob: object) -> bool:
 
 
 def host_died(command: list[str], seconds: float, code: int | None) -> str:
-    """Called when a Node program of :func:`~mapleenv.showdown.snapshot.node_command` died ``seconds`` after its start:
-    one that ran from the snapshot and crashed (:data:`CRASHES`) at once makes this
-    process start the next ones without it (said once, as a warning); the hint for its
-    error line, or ``""``."""
+    """Called when a Node program (:func:`mapleenv.showdown.snapshot.node_command`) died
+    ``seconds`` after its start: one that ran from the snapshot and crashed (:data:`CRASHES`)
+    at once makes this process start the next ones without it (said once, as a warning);
+    the hint for its error line, or ``""``."""
     if "--snapshot-blob" not in command or "--build-snapshot" in command:
         return ""  # not started from a blob (the builder writes one)
     if seconds > DIED_AT_ONCE_S or code not in CRASHES:

@@ -18,7 +18,6 @@ import collections
 import copy
 import json
 import re
-import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,10 @@ import poke_engine as pe
 
 from mapleenv.search.engine import names
 from mapleenv.search.engine.state import to_state
+from mapleenv.showdown.child import NodeChild
 
 SCRIPT = Path(__file__).resolve().parents[2] / "js" / "search" / "engine_turns.js"
+BATTLES_TIMEOUT_S = 1800.0  # the battles of one check (40 take ~30 s)
 MECHANICS = ("order", "damage", "faint", "status", "boosts", "switch", "hazards", "screens",
              "weather", "item")  # fmt: skip
 _ROLL_TOLERANCE = 1  # HP either side of the engine's roll range (rounding order)
@@ -50,12 +51,10 @@ def battles(seed: int, count: int, every: int, node: str, sim: str | None = None
     cmd = [node, str(SCRIPT), "--seed", str(seed), "--battles", str(count), "--every", str(every)]
     if sim:
         cmd += ["--sim", sim]
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            yield json.loads(line)
-    if proc.returncode:
-        raise RuntimeError(f"{SCRIPT.name} exited with {proc.returncode}")
+    with NodeChild(cmd, name=SCRIPT.name) as child:  # RuntimeError: its death, one line
+        out = child.communicate(b"", timeout=BATTLES_TIMEOUT_S)
+    for line in out.splitlines():
+        yield json.loads(line)
 
 
 def _engine_name(side: Mapping[str, Any], name: str | None) -> str | None:
