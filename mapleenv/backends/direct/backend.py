@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +85,10 @@ class DirectBackend:
         self.record = record
         self._rng = np.random.default_rng(seed)
         self._ids = itertools.count()
-        self._prefix = f"{os.getpid()}x{self._rng.integers(1 << 30)}"
+        # battle ids: drawn from the seed, so the same in every run under one seed (the
+        # search seeds its worlds from the battle tag; the process id made them differ),
+        # and unique on a shared host as the envs sharing it have seeds of their own
+        self._prefix = f"x{self._rng.integers(1 << 30)}"
         self.host: SimHost | SimHostConnection
         if host_pool is not None:
             try:
