@@ -30,6 +30,7 @@ import functools
 import logging
 import multiprocessing
 import os
+import random
 from typing import Any, Protocol
 
 import numpy as np
@@ -69,6 +70,8 @@ def _worker_env(spec: EnvSpec) -> PokemonEnv:
     if multiprocessing.parent_process() is not None:
         die_with_parent()
         hide_gpus()
+        if spec.seed is not None:  # poke-env's baseline players draw from Python's random:
+            random.seed(spec.seed)  # seeded by the env's seed, an evaluation repeats itself
     assert spec.is_checked, "env workers get the run's checked spec"
     return PokemonEnv(spec=spec)
 
