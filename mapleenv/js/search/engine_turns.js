@@ -52,6 +52,8 @@ function moveScore(battle, side, choice) {
 
 /** The side's pick: a switch (forced, or 10%), a random choice (25%), else the strongest move. */
 function pick(battle, side, rand) {
+  // a side that waits chooses nothing (Showdown would keep a choice made now for the next turn)
+  if (!side.activeRequest || side.activeRequest.wait) return null;
   const choices = legalChoices(side);
   if (!choices.length) return null;
   const moves = choices.filter(c => c.startsWith('move') && !c.endsWith('terastallize'));
@@ -72,11 +74,20 @@ function slots(battle, teams) {
   return battle.sides.map((side, i) => side.pokemon.map(mon => teams[i].indexOf(mon)));
 }
 
+/** Choose for ``side``; a choice the request refuses is the simulator's default (a refused
+ * choice can leave part of itself behind: cleared first, or it would be played later). */
+function chooseOrDefault(battle, side, choice) {
+  if (battle.choose(side.id, choice)) return true;
+  side.clearChoice();
+  battle.choose(side.id, 'default');
+  return false;
+}
+
+/** Both sides pick for the requests as they stand, then choose: one side's choice can end
+ * a request (a forced switch) and open the next turn's, which the other must not answer. */
 function playTurn(battle, rand) {
-  for (const side of battle.sides) {
-    const choice = pick(battle, side, rand);
-    if (choice && !battle.choose(side.id, choice)) battle.choose(side.id, 'default');
-  }
+  const picks = battle.sides.map(side => pick(battle, side, rand));
+  battle.sides.forEach((side, i) => { if (picks[i]) chooseOrDefault(battle, side, picks[i]); });
 }
 
 function main() {
@@ -115,8 +126,7 @@ function main() {
       const logStart = battle.log.length;
       // a choice the request refuses (a trapping ability the request did not flag): the
       // turn is played with the simulator's default choice and not recorded
-      const refused = choices.map((c, i) => !battle.choose(battle.sides[i].id, c));
-      refused.forEach((r, i) => { if (r) battle.choose(battle.sides[i].id, 'default'); });
+      const refused = choices.map((c, i) => !chooseOrDefault(battle, battle.sides[i], c));
       battle.runAction = runAction;
       if (refused.some(r => r)) continue;
       // a mid-turn switch (U-turn, Eject Button) leaves the turn unfinished: no upkeep yet
