@@ -14,18 +14,26 @@ import logging
 
 import torch
 
-from mapleenv.policies import check_network, policy_spec, to_plain
+from mapleenv.encoders import encoder_name
+from mapleenv.policies import check_network, policy_spec, snapshot_encoder, to_plain
 from trainer.config import ConfigError
 from trainer.run.checkpoint import load_checkpoint, resolve_checkpoint
 
 log = logging.getLogger(__name__)
 
 
-def init_weights(policy: torch.nn.Module, path: str) -> None:
+def init_weights(policy: torch.nn.Module, path: str, encoder: object = None) -> None:
     """Load the network weights of the checkpoint at ``path`` (a file or a run dir) into
-    ``policy``; a checkpoint of another network is one :class:`ConfigError` line."""
+    ``policy``; a checkpoint of another network, or one trained on another encoder than
+    ``encoder`` (a name; old names are their new ones), is one :class:`ConfigError` line."""
     source = resolve_checkpoint(path)
     ckpt = load_checkpoint(source)
+    theirs = encoder_name(snapshot_encoder(ckpt))
+    if isinstance(encoder, str) and theirs != encoder_name(encoder):
+        raise ConfigError(
+            f"init_from={path}: its network reads the {theirs} encoder, this run's env "
+            f"encoder is {encoder_name(encoder)} (set env.encoder={theirs})"
+        )
     if ckpt.get("policy") != to_plain(policy_spec(policy)):
         raise ConfigError(
             f"init_from={path}: its network is not this config's (model, obs or action "

@@ -168,7 +168,7 @@ class Trainer:
         if ckpt is not None:
             self._restore(ckpt, resume_from)
         elif cfg.init_from:
-            init_weights(self.policy, cfg.init_from)  # before the self-play pool starts
+            init_weights(self.policy, cfg.init_from, self.spec.encoder)  # before self-play
         if self.selfplay is not None:
             with state_must_fit(str(resume_from)) if ckpt else contextlib.nullcontext():
                 self.selfplay.load_state_dict(ckpt.get("selfplay") if ckpt else None)

@@ -118,3 +118,6 @@ def test_init_from_starts_a_fresh_run_from_a_checkpoints_network(tmp_path: Path)
     other = compose_cfg(*plain, f"init_from={source}", "model.hidden_size=16")
     with pytest.raises(ConfigError, match=r"^init_from=.*its network is not this config's"):
         Trainer(to_train_config(other), tmp_path / "other", OmegaConf.to_container(other))
+    recoded = compose_cfg(*plain, f"init_from={source}", "env.encoder=singles_entities")
+    with pytest.raises(ConfigError, match=r"^init_from=.*reads the singles_basic encoder"):
+        Trainer(to_train_config(recoded), tmp_path / "recoded", OmegaConf.to_container(recoded))
