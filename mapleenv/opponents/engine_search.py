@@ -73,7 +73,7 @@ class EngineSearch:
         time_ms: float | None = 100.0,
         iterations: int | None = None,
         worlds: int = 2,
-        engine_prior: float = 1.0,
+        engine_prior: float = 0.0,
         confident: float = 0.95,
         seed: int = 0,
     ):

@@ -70,7 +70,7 @@ class SearchConfig:
     seed: int = 0
     engine: str = "showdown"  # what plays the worlds: "showdown" or "poke-engine" (native)
     engine_iterations: int | None = None  # poke-engine MCTS iterations a world (None: time_ms)
-    engine_prior: float = 1.0  # poke-engine: weight of log prior against log visit share
+    engine_prior: float = 0.0  # poke-engine: weight of log prior against log visit share
     solver_iterations: int = 200  # regret-matching passes solving the worlds' game (showdown)
 
     def __post_init__(self) -> None:
