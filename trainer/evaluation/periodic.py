@@ -27,6 +27,7 @@ RUN_SETTINGS = (
     "opponent_team",
     "encoder",
     "max_turns",
+    "battle_minutes",
     "mask_futile",
     "backend",
     "server",
@@ -34,7 +35,7 @@ RUN_SETTINGS = (
     "plugins",
 )
 """The settings a run's evaluations keep from its spec: the game and how the policy sees
-it, and where battles run; the rest (its opponent, teacher, reward, worker counts...) are
+it, and where battles run and how long one may last; the rest (its opponent, teacher, reward, worker counts...) are
 ``EnvSpec``'s defaults."""
 
 
