@@ -35,8 +35,8 @@ RUN_SETTINGS = (
     "plugins",
 )
 """The settings a run's evaluations keep from its spec: the game and how the policy sees
-it, and where battles run and how long one may last; the rest (its opponent, teacher, reward, worker counts...) are
-``EnvSpec``'s defaults."""
+it, where battles run and how long one may last; the rest (its opponent, teacher, reward,
+worker counts...) are ``EnvSpec``'s defaults."""
 
 
 def evaluation_view(spec: EnvSpec) -> EnvSpec:
