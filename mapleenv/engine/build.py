@@ -15,7 +15,7 @@ from mapleenv.engine.cargo_errors import debian_names, unresolved_crate
 from mapleenv.engine.debian import REGISTRY, PrivateApt, unpack
 from mapleenv.engine.lock import download_requests, read_lock
 from mapleenv.engine.pins import ENGINE_VERSION, GEN9_FEATURES, MATURIN_ARGS_ENV
-from mapleenv.engine.sdist import fetch, unpack_patched
+from mapleenv.engine.sdist import fetch, unpack_patched, unpack_seeded
 
 # The registry path fails in ~3 s where the registry is unreachable (no retries, short
 # timeouts); where it is reachable, the whole build fits well inside this
@@ -71,19 +71,14 @@ def pip_wheel(
     return wheels[0]
 
 
-def registry_build(out: Path, log: Path) -> Path:
-    """The normal path: pip builds the PyPI sdist, cargo fetching crates from crates.io."""
+def registry_build(cache: Path, out: Path, log: Path) -> Path:
+    """The normal path: the pinned sdist with Maple's seed, cargo fetching crates from
+    crates.io at the versions of the sdist's own Cargo.lock."""
+    src = unpack_seeded(fetch(cache), cache / "src")
     env = {"CARGO_NET_RETRY": "0", "CARGO_HTTP_TIMEOUT": "10"}
-    return pip_wheel(
-        f"poke-engine=={ENGINE_VERSION}",
-        out,
-        log,
-        env,
-        REGISTRY_TIMEOUT_S,
-        None,
-        "--no-binary",
-        "poke-engine",
-    )
+    wheel = pip_wheel(str(src), out, log, env, REGISTRY_TIMEOUT_S, src)
+    shutil.rmtree(src / "target", ignore_errors=True)  # ~0.5 GB of build products
+    return wheel
 
 
 def offline_build(

@@ -69,7 +69,7 @@ def build(cache: Path, log: Path, offline_only: bool = False) -> Path:
     try:
         if offline_only:
             raise BuildError("registry path skipped")
-        wheel = registry_build(out, log)
+        wheel = registry_build(cache, out, log)
         built: dict[str, str] | None = None
     except BuildError:
         _say(

@@ -8,16 +8,19 @@ import importlib.metadata
 from functools import cache
 from types import ModuleType
 
+from mapleenv.engine.seed_patch import has_seed
+
 INSTALL_STEP = "run `make setup` in a Maple checkout, or `python -m mapleenv.engine.install`"
 
 
 class EngineNotInstalledError(ImportError):
-    """poke-engine is missing, or not the gen 9 build Maple's search needs."""
+    """poke-engine is missing, or not the build Maple's search needs (gen 9, seeded)."""
 
 
 def require_engine(gen9: bool = True) -> ModuleType:
     """The ``poke_engine`` module; raises :class:`EngineNotInstalledError` (one line naming the
-    install step) when it is not installed or (``gen9``) was built without terastallization."""
+    install step) when it is not installed or (``gen9``) was built without terastallization
+    or without Maple's seed for the MCTS (``mapleenv.engine.seed_patch``)."""
     try:
         module = importlib.import_module("poke_engine")
     except ImportError as exc:
@@ -29,11 +32,17 @@ def require_engine(gen9: bool = True) -> ModuleType:
             f"poke-engine {_version()} is installed without gen 9 (its terastallization "
             "feature): rebuild it with `python -m mapleenv.engine.install --force`"
         )
+    if gen9 and not has_seed(module):
+        raise EngineNotInstalledError(
+            f"poke-engine {_version()} is installed without Maple's seed for its search: "
+            "rebuild it with `python -m mapleenv.engine.install --force`"
+        )
     return module
 
 
 def engine_status() -> tuple[str | None, bool]:
-    """``(installed version or None, built with gen 9)``, for the installer and for tests."""
+    """``(installed version or None, built as Maple builds it: gen 9 with the seed)``, for
+    the installer and for tests."""
     version = _version()
     if version is None:
         return None, False
@@ -41,7 +50,7 @@ def engine_status() -> tuple[str | None, bool]:
         module = importlib.import_module("poke_engine")
     except ImportError:
         return None, False
-    return version, has_terastallization(module)
+    return version, has_terastallization(module) and has_seed(module)
 
 
 @cache

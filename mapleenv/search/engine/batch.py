@@ -52,10 +52,12 @@ class EngineSearcher:
                 seed=request["seed"],
                 worlds=request["worlds"],
             )
-            sent.append((host, decision, started))
-        return [self._one(host, d, started, stats) for host, d, started in sent]
+            sent.append((host, decision, started, int(request["seed"])))
+        return [self._one(host, d, started, seed, stats) for host, d, started, seed in sent]
 
-    def _one(self, host: SearchHost, decision: Any, started: float, stats: Any) -> int | None:
+    def _one(
+        self, host: SearchHost, decision: Any, started: float, seed: int, stats: Any
+    ) -> int | None:
         self.last = None
         try:
             reply = host.collect()
@@ -71,6 +73,7 @@ class EngineSearcher:
                 time_ms=config.time_ms,
                 iterations=config.engine_iterations,
                 started=started,
+                seed=seed,
             )
         except self._failure as exc:
             stats.engine_failures += 1

@@ -4,8 +4,10 @@ scores averaged over the worlds, and the choice they make with the policy's prio
 
 poke-engine's MCTS is a decoupled UCB1 tree over both sides' simultaneous choices, chance
 sampled, each new node scored by the engine's hand evaluation (no playout); it runs in
-chunks of 1000 iterations (a budget is rounded up to them) and seeds its random numbers from
-the OS, so an iteration budget fixes the work, not the answer. The choice maximises
+chunks of 1000 iterations (a budget is rounded up to them). Maple builds it with a seed for
+its random numbers (``mapleenv.engine.seed_patch``): each world is searched under a seed
+drawn from the decision's, so an iteration budget gives the same answer under the same seed
+(a time budget does not: the work done depends on the clock). The choice maximises
 ``engine_prior * log prior(a) + log share(a)``: the visit share the engine gives the own
 action ``a``, re-weighted by the policy's prior (``engine_prior=0``: the engine alone).
 """
@@ -44,11 +46,16 @@ class EngineResult:
     states: list[Any] = dataclasses.field(default_factory=list)  # the engine states searched
 
 
-def _mcts(state: pe.State, duration_ms: int, iterations: int) -> pe.MctsResult:
+def world_seed(seed: int, world: int) -> int:
+    """The engine's seed for world ``world`` of a decision searched under ``seed``."""
+    return (int(seed) * 1_000_003 + world) % 2**64
+
+
+def _mcts(state: pe.State, duration_ms: int, iterations: int, seed: int) -> pe.MctsResult:
     """The engine's MCTS, one thread; an engine panic (a Rust panic is a BaseException in
     Python) becomes an :class:`EngineFailure`."""
     try:
-        return pe.monte_carlo_tree_search(state, duration_ms, iterations, 1)
+        return pe.monte_carlo_tree_search(state, duration_ms, iterations, 1, seed)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 (pyo3's PanicException derives from it)
@@ -62,11 +69,12 @@ def search_worlds(
     time_ms: float | None,
     iterations: int | None,
     started: float | None = None,
+    seed: int = 0,
 ) -> EngineResult:
-    """MCTS on each dumped world. ``choices``: action -> the view's choice string; with
-    ``iterations`` each world gets that many, else the time left of ``time_ms`` (counted
-    from ``started``, a ``perf_counter`` time; now by default) is shared out evenly over the
-    worlds left."""
+    """MCTS on each dumped world, world ``k`` under ``world_seed(seed, k)``. ``choices``:
+    action -> the view's choice string; with ``iterations`` each world gets that many, else
+    the time left of ``time_ms`` (counted from ``started``, a ``perf_counter`` time; now by
+    default) is shared out evenly over the worlds left."""
     started = time.perf_counter() if started is None else started
     by_choice = {c: a for a, c in choices.items()}
     share_sum: dict[int, float] = {}
@@ -89,7 +97,7 @@ def search_worlds(
         else:
             left = (time_ms or 0.0) - 1000 * (t1 - started)
             duration, count = max(1, int(left / (len(dumps) - k))), 0
-        mcts = _mcts(converted.state, duration, count)
+        mcts = _mcts(converted.state, duration, count, world_seed(seed, k))
         t2 = time.perf_counter()
         result.convert_ms += 1000 * (t1 - t0)
         result.mcts_ms += 1000 * (t2 - t1)

@@ -1,5 +1,6 @@
 """The installed poke-engine (gen 9 build) searches a real state: MCTS within its iteration and
-time budgets, Tera choices offered, a turn's instructions, the state's string form."""
+time budgets, the same visits under the same seed, Tera choices offered, a turn's
+instructions, the state's string form."""
 
 from __future__ import annotations
 
@@ -42,6 +43,18 @@ def test_mcts_keeps_an_iteration_budget_and_offers_tera() -> None:
     assert {"bodyslam", "bodyslam-tera", "switch tauros"} <= choices, choices
     best = max(result.s1, key=lambda r: r.visits)
     assert 0.0 <= best.total_score / best.visits <= 1.0
+
+
+def test_mcts_under_a_seed_repeats_its_visits() -> None:
+    pe = engine_or_skip()
+
+    def visits(seed: int | None) -> list[int]:
+        result = pe.monte_carlo_tree_search(_state(pe), 0, 4000, 1, seed)
+        return [r.visits for r in result.side_one]
+
+    first = visits(5)
+    assert sum(first) == 4000 and visits(5) == first
+    assert any(visits(seed) != first for seed in (6, 7, 8))  # the seed decides the samples
 
 
 def test_mcts_keeps_a_time_budget() -> None:

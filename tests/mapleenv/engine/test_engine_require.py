@@ -1,4 +1,5 @@
-"""mapleenv.engine.require: a missing engine is one line naming the install step."""
+"""mapleenv.engine.require: a missing engine is one line naming the install step, as is a
+build without gen 9 or without Maple's seed."""
 
 from __future__ import annotations
 
@@ -31,3 +32,25 @@ def test_a_build_without_gen9_is_one_line_asking_for_a_rebuild(monkeypatch) -> N
         require_engine()
     assert require_engine(gen9=False) is sys.modules["poke_engine"]
     assert INSTALL_STEP in str(EngineNotInstalledError(INSTALL_STEP))
+
+
+def _released_build() -> types.ModuleType:
+    """A module with the released API of a gen 9 build: ``mcts`` takes no seed."""
+    module = types.ModuleType("poke_engine")
+    for name in ("Pokemon", "Move", "Side", "State"):
+        setattr(module, name, lambda **fields: types.SimpleNamespace(**fields))
+
+    def mcts(state, duration_ms, iterations, threads):
+        return types.SimpleNamespace(s1=[types.SimpleNamespace(move_choice="tackle-tera")])
+
+    module.mcts = mcts
+    return module
+
+
+def test_a_build_without_the_seed_is_one_line_asking_for_a_rebuild(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "poke_engine", _released_build())
+    with pytest.raises(
+        EngineNotInstalledError,
+        match=r"without Maple's seed .*`python -m mapleenv.engine.install --force`$",
+    ):
+        require_engine()

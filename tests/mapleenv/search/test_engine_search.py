@@ -1,5 +1,5 @@
 """search.engine=poke-engine on real battles: legal choices through a whole battle, the
-iteration budget spent exactly on the same worlds under a seed, the time budget kept, and
+iteration budget's same choices and visits under the same seed, the time budget kept, and
 a world the engine cannot take left to the policy with one warning while search goes on."""
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from mapleenv.search import (  # noqa: E402
     Decision,
     SearchConfig,
     Searcher,
-    SearchHost,
     decision_view,
-    host_view,
 )
 
 pytestmark = pytest.mark.integration
@@ -59,27 +57,34 @@ def test_a_whole_battle_decided_by_the_engine_search_plays_legal_choices_to_its_
     assert stats.iterations > 1000 * stats.searched  # every searched world ran the engine
 
 
-def test_the_iteration_budget_runs_exactly_on_the_same_worlds_under_a_seed() -> None:
-    decisions = list(mid_battle_decisions(seed=3, count=4))
-    config = _engine(time_ms=None, engine_iterations=3000)
+def _searched(config: SearchConfig, decisions: list[Decision]) -> tuple[list[int], list, int]:
+    """Each decision searched alone: the picks, the engine's root shares, the iterations."""
     searcher = Searcher(config)
     try:
-        picks = searcher.choose(decisions)
+        picks, shares = [], []
+        for decision in decisions:
+            picks += searcher.choose([decision])
+            shares.append(dict(searcher._engine.last.shares))
     finally:
         searcher.close()
+    return picks, shares, searcher.stats.iterations
+
+
+def test_the_iteration_budget_gives_the_same_choice_under_the_same_seed() -> None:
+    decisions = list(mid_battle_decisions(seed=3, count=4))
+    config = _engine(time_ms=None, engine_iterations=3000, seed=11)
+    picks, shares, iterations = _searched(config, decisions)
     for decision, pick in zip(decisions, picks, strict=True):
         assert str(pick) in decision.view["choices"]
     # the engine runs 1000 iterations at a time: 3000 a world, 2 worlds a decision
-    assert searcher.stats.searched == 4
-    assert searcher.stats.iterations == 4 * 2 * 3000
-    # the worlds the engine searched are the same for the same view and seed; the engine's
-    # own random numbers are seeded by the OS (poke-engine 0.0.48 takes no seed)
-    with SearchHost() as host:
-        view = host_view(decisions[0].view)
-        own = list(decisions[0].view["choices"].values())
-        first, again = (host.request("dump_worlds", view=view, own=own, seed=9, worlds=2)
-                        for _ in range(2))  # fmt: skip
-    assert first["worlds"] == again["worlds"]
+    assert iterations == 4 * 2 * 3000
+    # a new searcher (new host, new engine calls), the same seed: the same worlds, the same
+    # MCTS random numbers, so the same visits and the same choices
+    again, shares_again, _ = _searched(config, decisions)
+    assert again == picks and shares_again == shares
+    # another seed searches other worlds with other random numbers: the visits differ
+    _, other, _ = _searched(_engine(time_ms=None, engine_iterations=3000, seed=12), decisions)
+    assert other != shares
 
 
 def test_the_time_budget_is_kept() -> None:
