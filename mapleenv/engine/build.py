@@ -15,7 +15,7 @@ from mapleenv.engine.cargo_errors import debian_names, unresolved_crate
 from mapleenv.engine.debian import REGISTRY, PrivateApt, unpack
 from mapleenv.engine.lock import download_requests, read_lock
 from mapleenv.engine.pins import ENGINE_VERSION, GEN9_FEATURES, MATURIN_ARGS_ENV
-from mapleenv.engine.sdist import fetch, unpack_patched, unpack_seeded
+from mapleenv.engine.sdist import fetch, unpack_offline, unpack_source
 
 # The registry path fails in ~3 s where the registry is unreachable (no retries, short
 # timeouts); where it is reachable, the whole build fits well inside this
@@ -72,9 +72,9 @@ def pip_wheel(
 
 
 def registry_build(cache: Path, out: Path, log: Path) -> Path:
-    """The normal path: the pinned sdist with Maple's seed, cargo fetching crates from
+    """The normal path: the pinned sdist with Maple's changes, cargo fetching crates from
     crates.io at the versions of the sdist's own Cargo.lock."""
-    src = unpack_seeded(fetch(cache), cache / "src")
+    src = unpack_source(fetch(cache), cache / "src")
     env = {"CARGO_NET_RETRY": "0", "CARGO_HTTP_TIMEOUT": "10"}
     wheel = pip_wheel(str(src), out, log, env, REGISTRY_TIMEOUT_S, src)
     shutil.rmtree(src / "target", ignore_errors=True)  # ~0.5 GB of build products
@@ -95,7 +95,7 @@ def offline_build(
     for folder in (debs, crates):
         shutil.rmtree(folder, ignore_errors=True)
     built = unpack(apt.download(requests, debs), crates)
-    src = unpack_patched(fetch(cache), cache / "src", crates / REGISTRY)
+    src = unpack_offline(fetch(cache), cache / "src", crates / REGISTRY)
     _resolve(src, apt, debs, crates, built, log)
     say(f"compiling poke-engine {ENGINE_VERSION} against {len(built)} Debian crate packages")
     wheel = pip_wheel(str(src), out, log, {"CARGO_NET_OFFLINE": "true"}, OFFLINE_TIMEOUT_S, src)

@@ -18,7 +18,9 @@ SDIST_SHA256 = "070010686f2aedff11e25137e696e301ccd80fd57c805d255464067fc905ca12
 # The generation is a Cargo feature of the bindings crate: gen 9 (random battles) is
 # terastallization, without the bindings' default gen 4
 GEN9_FEATURES = ("--features", "poke-engine/terastallization", "--no-default-features")
-FEATURES_KEY = "gen9-seed"  # gen 9, with Maple's seed for the MCTS (seed_patch.py)
+# gen 9 with Maple's source changes (patches.py); the number moves when they change, so a
+# wheel built without them is not taken from the cache
+FEATURES_KEY = "gen9-maple1"
 # How maturin's PEP 517 backend takes build arguments (pip and `pip wheel` pass the env on)
 MATURIN_ARGS_ENV = "MATURIN_PEP517_ARGS"
 

@@ -8,7 +8,7 @@ import importlib.metadata
 from functools import cache
 from types import ModuleType
 
-from mapleenv.engine.seed_patch import has_seed
+from mapleenv.engine.patches import has_seed
 
 INSTALL_STEP = "run `make setup` in a Maple checkout, or `python -m mapleenv.engine.install`"
 
@@ -20,7 +20,7 @@ class EngineNotInstalledError(ImportError):
 def require_engine(gen9: bool = True) -> ModuleType:
     """The ``poke_engine`` module; raises :class:`EngineNotInstalledError` (one line naming the
     install step) when it is not installed or (``gen9``) was built without terastallization
-    or without Maple's seed for the MCTS (``mapleenv.engine.seed_patch``)."""
+    or without Maple's seed for the MCTS (``mapleenv.engine.patches``)."""
     try:
         module = importlib.import_module("poke_engine")
     except ImportError as exc:

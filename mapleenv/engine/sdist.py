@@ -1,6 +1,6 @@
 """poke-engine's source package: fetched once (checked against its pinned digest), unpacked
-with Maple's seed for the MCTS (``seed_patch``), and patched to build offline against
-Debian's crate sources."""
+with Maple's source changes (``patches``: a seed for the MCTS, quiet panics), and patched to
+build offline against Debian's crate sources."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from mapleenv.engine import seed_patch
+from mapleenv.engine import patches
 from mapleenv.engine.pins import ENGINE_VERSION, SDIST_NAME, SDIST_SHA256, SDIST_URL
 
 # The two requirements newer than Debian's crates, widened to take them (the crate compiles
@@ -48,25 +48,25 @@ def fetch(cache: Path) -> Path:
     return path
 
 
-def unpack_seeded(sdist: Path, into: Path) -> Path:
-    """The sdist unpacked fresh into ``into``, with the seed edits applied; its folder."""
+def unpack_source(sdist: Path, into: Path) -> Path:
+    """The sdist unpacked fresh into ``into``, with Maple's source changes; its folder."""
     shutil.rmtree(into, ignore_errors=True)
     into.mkdir(parents=True)
     with tarfile.open(sdist) as tar:
         tar.extractall(into, filter="data")
     src = into / f"poke_engine-{ENGINE_VERSION}"
     try:
-        seed_patch.apply(src)
-    except (OSError, seed_patch.PatchError) as exc:
-        raise SdistError(f"cannot apply Maple's seed to poke-engine's source: {exc}") from None
+        patches.apply(src)
+    except (OSError, patches.PatchError) as exc:
+        raise SdistError(f"cannot apply Maple's changes to poke-engine's source: {exc}") from None
     return src
 
 
-def unpack_patched(sdist: Path, into: Path, registry: Path) -> Path:
-    """:func:`unpack_seeded`, then its two requirements widened, its Cargo.lock removed (cargo
+def unpack_offline(sdist: Path, into: Path, registry: Path) -> Path:
+    """:func:`unpack_source`, then its two requirements widened, its Cargo.lock removed (cargo
     resolves against the local crates) and a ``.cargo/config.toml`` that replaces the crate
     registry with ``registry`` and keeps cargo offline."""
-    src = unpack_seeded(sdist, into)
+    src = unpack_source(sdist, into)
     for name, pattern, replacement in WIDENINGS:
         manifest = src / name
         text, count = re.subn(pattern, replacement, manifest.read_text(), count=1, flags=re.M)

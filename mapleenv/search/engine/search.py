@@ -5,7 +5,7 @@ scores averaged over the worlds, and the choice they make with the policy's prio
 poke-engine's MCTS is a decoupled UCB1 tree over both sides' simultaneous choices, chance
 sampled, each new node scored by the engine's hand evaluation (no playout); it runs in
 chunks of 1000 iterations (a budget is rounded up to them). Maple builds it with a seed for
-its random numbers (``mapleenv.engine.seed_patch``): each world is searched under a seed
+its random numbers (``mapleenv.engine.patches``): each world is searched under a seed
 drawn from the decision's, so an iteration budget gives the same answer under the same seed
 (a time budget does not: the work done depends on the clock). The choice maximises
 ``engine_prior * log prior(a) + log share(a)``: the visit share the engine gives the own

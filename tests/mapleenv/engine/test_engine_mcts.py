@@ -1,9 +1,12 @@
 """The installed poke-engine (gen 9 build) searches a real state: MCTS within its iteration and
 time budgets, the same visits under the same seed, Tera choices offered, a turn's
-instructions, the state's string form."""
+instructions, the state's string form; a panic is a Python exception, quiet on stderr."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -84,3 +87,27 @@ def test_the_state_round_trips_through_its_string() -> None:
     again = pe.State.from_string(text)
     assert again.to_string() == text
     assert again.side_two.pokemon[0].hp == 120
+
+
+PANIC = """
+import poke_engine
+try:
+    poke_engine.State.from_string("not a state")
+except BaseException as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_a_panic_is_an_exception_with_its_message_and_quiet_unless_traced(trace: bool) -> None:
+    engine_or_skip()
+    env = {**os.environ, "RUST_BACKTRACE": "1"}
+    env.pop("MAPLE_ENGINE_TRACE", None)
+    if trace:
+        env["MAPLE_ENGINE_TRACE"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", PANIC], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.startswith("PanicException "), done.stdout
+    assert "index out of bounds" in done.stdout
+    assert ("panicked at" in done.stderr) is trace, done.stderr[-500:]

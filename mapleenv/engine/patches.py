@@ -1,11 +1,16 @@
-"""Maple's one change to poke-engine's source: a seed for its MCTS.
+"""Maple's changes to poke-engine's source: a seed for its MCTS, and panics without stderr.
 
 poke-engine 0.0.48 draws the MCTS's random numbers (which child of a chance node to follow)
 from the OS, so an iteration budget fixes the work but not the answer. The edits below give
 ``monte_carlo_tree_search`` (and the bindings' ``mcts``) an optional ``seed``: with one
 thread and an iteration budget, the same state and seed give the same visits. Without a seed
-the engine behaves as released. Both build paths (the crate registry and Debian's crates)
-apply it; a build that has it answers :func:`has_seed`.
+the engine behaves as released. And a panic on a state the engine does not expect reaches
+Python as a ``PanicException`` carrying its message (Maple's search falls back to the policy
+with one warning), so the module's panic hook prints nothing (Rust's default hook wrote two
+lines, or with ``RUST_BACKTRACE`` set a whole backtrace, to stderr on every such decision);
+``MAPLE_ENGINE_TRACE`` set (to anything) at import keeps Rust's default hook.
+Both build paths (the crate registry and Debian's crates) apply them; a build that has the
+seed answers :func:`has_seed`.
 """
 
 from __future__ import annotations
@@ -105,6 +110,14 @@ EDITS = (
         "poke-engine-py/src/lib.rs",
         "perform_mcts(&mut state, s1_options, s2_options, duration, iterations)",
         "perform_mcts_seeded(&mut state, s1_options, s2_options, duration, iterations, seed)",
+    ),
+    (
+        "poke-engine-py/src/lib.rs",
+        "fn py_poke_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {\n",
+        "fn py_poke_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {\n"
+        '    if std::env::var_os("MAPLE_ENGINE_TRACE").is_none() {\n'
+        "        std::panic::set_hook(Box::new(|_| {}));  // Maple: the PanicException says it\n"
+        "    }\n",
     ),
     (
         "python/poke_engine/__init__.py",
