@@ -19,42 +19,29 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+# run_mcts_loop's parameters as released
+_LOOP_PARAMS = (
+    "    root_node: &mut Node,\n"
+    "    state: &mut State,\n"
+    "    root_eval: &f32,\n"
+    "    children: &mut HashMap<(usize, usize, usize), Box<[Node]>>,\n"
+    "    limit: SearchLimit,\n"
+)
+_LOOP_ARGS = "root_node, state, root_eval, children, limit"
+
 # (file, the text as released, what replaces it): each must occur exactly once
 EDITS = (
     (
         "src/mcts.rs",
-        "fn run_mcts_loop(\n"
-        "    root_node: &mut Node,\n"
-        "    state: &mut State,\n"
-        "    root_eval: &f32,\n"
-        "    children: &mut HashMap<(usize, usize, usize), Box<[Node]>>,\n"
-        "    limit: SearchLimit,\n"
-        ") {\n"
-        "    let mut rng = rng();\n",
-        "fn run_mcts_loop(\n"
-        "    root_node: &mut Node,\n"
-        "    state: &mut State,\n"
-        "    root_eval: &f32,\n"
-        "    children: &mut HashMap<(usize, usize, usize), Box<[Node]>>,\n"
-        "    limit: SearchLimit,\n"
-        "    seed: Option<u64>,\n"
-        ") {\n"
+        f"fn run_mcts_loop(\n{_LOOP_PARAMS}) {{\n    let mut rng = rng();\n",
+        f"fn run_mcts_loop(\n{_LOOP_PARAMS}    seed: Option<u64>,\n) {{\n"
         "    match seed {\n"
-        "        Some(s) => run_mcts_loop_with(root_node, state, root_eval, children, limit,\n"
-        "                                      &mut rand::rngs::StdRng::seed_from_u64(s)),\n"
-        "        None => run_mcts_loop_with(root_node, state, root_eval, children, limit,\n"
-        "                                   &mut rng()),\n"
+        f"        Some(s) => run_mcts_loop_with({_LOOP_ARGS},\n"
+        "            &mut rand::rngs::StdRng::seed_from_u64(s)),\n"
+        f"        None => run_mcts_loop_with({_LOOP_ARGS}, &mut rng()),\n"
         "    }\n"
-        "}\n"
-        "\n"
-        "fn run_mcts_loop_with(\n"
-        "    root_node: &mut Node,\n"
-        "    state: &mut State,\n"
-        "    root_eval: &f32,\n"
-        "    children: &mut HashMap<(usize, usize, usize), Box<[Node]>>,\n"
-        "    limit: SearchLimit,\n"
-        "    rng: &mut impl Rng,\n"
-        ") {\n",
+        "}\n\n"
+        f"fn run_mcts_loop_with(\n{_LOOP_PARAMS}    rng: &mut impl Rng,\n) {{\n",
     ),
     (
         "src/mcts.rs",
