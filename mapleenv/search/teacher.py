@@ -29,14 +29,16 @@ class SearchTeacherConfig:
     whose policy is the search's prior (each worker's own copy, stepped at every decision;
     decisions it is ``confident`` of are not searched); ``None``: the engine alone, the
     target its root visit shares. With a prior the target is ``prior ** engine_prior *
-    share``, normalised (``engine_prior=0``: the shares alone)."""
+    share``, normalised; ``engine_prior=0`` (the default) keeps the shares alone, as the
+    evaluation search does: the prior's re-weighting made the engine search weaker at
+    decision time (docs/results/search.md)."""
 
     share: float = 0.0
     time_ms: float | None = 50.0
     iterations: int | None = None
     worlds: int = 2
     checkpoint: str | None = None
-    engine_prior: float = 1.0
+    engine_prior: float = 0.0
     confident: float = 0.95
     seed: int = 0
 
@@ -87,7 +89,7 @@ def choice_target(
     choices: Mapping[int, str],
     mask: np.ndarray,
     prior: np.ndarray | None = None,
-    prior_weight: float = 1.0,
+    prior_weight: float = 0.0,
 ) -> np.ndarray:
     """:func:`search_target` of a search's visit shares by simulator choice string (as
     :class:`~mapleenv.opponents.engine_search.SearchedChoice` holds them), ``choices``: the
@@ -101,7 +103,7 @@ def search_target(
     shares: Mapping[int, float],
     mask: np.ndarray,
     prior: np.ndarray | None = None,
-    prior_weight: float = 1.0,
+    prior_weight: float = 0.0,
 ) -> np.ndarray:
     """The soft target ``[A]`` float32 of one searched decision: the root visit share of
     each action (the env's action numbers), re-weighted by ``prior ** prior_weight`` when a
