@@ -28,17 +28,9 @@ class BuildError(RuntimeError):
     """The wheel could not be built: one line (the log holds the rest)."""
 
 
-def pip_wheel(
-    target: str,
-    out: Path,
-    log: Path,
-    env: dict[str, str],
-    timeout: float,
-    cwd: Path | None = None,
-    *extra: str,
-) -> Path:
-    """``pip wheel`` of ``target`` with the gen 9 maturin arguments, output appended to
-    ``log``; the wheel built in ``out``."""
+def pip_wheel(src: Path, out: Path, log: Path, env: dict[str, str], timeout: float) -> Path:
+    """``pip wheel`` of the unpacked source ``src`` (run in it) with the gen 9 maturin
+    arguments, output appended to ``log``; the wheel built in ``out``."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     cmd = [
@@ -52,8 +44,7 @@ def pip_wheel(
         "-v",  # the build backend's output (cargo's errors) into the log
         "-w",
         str(out),
-        *extra,
-        target,
+        str(src),
     ]
     env = {**os.environ, MATURIN_ARGS_ENV: " ".join(GEN9_FEATURES), **env}
     with log.open("a") as f:
@@ -61,7 +52,7 @@ def pip_wheel(
         f.flush()
         try:
             done = subprocess.run(
-                cmd, cwd=cwd, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout
+                cmd, cwd=src, env=env, stdout=f, stderr=subprocess.STDOUT, timeout=timeout
             )
         except subprocess.TimeoutExpired:
             raise BuildError(f"pip wheel ran past {timeout:.0f} s") from None
@@ -76,9 +67,7 @@ def registry_build(cache: Path, out: Path, log: Path) -> Path:
     crates.io at the versions of the sdist's own Cargo.lock."""
     src = unpack_source(fetch(cache), cache / "src")
     env = {"CARGO_NET_RETRY": "0", "CARGO_HTTP_TIMEOUT": "10"}
-    wheel = pip_wheel(str(src), out, log, env, REGISTRY_TIMEOUT_S, src)
-    shutil.rmtree(src / "target", ignore_errors=True)  # ~0.5 GB of build products
-    return wheel
+    return pip_wheel(src, out, log, env, REGISTRY_TIMEOUT_S)
 
 
 def offline_build(
@@ -98,7 +87,7 @@ def offline_build(
     src = unpack_offline(fetch(cache), cache / "src", crates / REGISTRY)
     _resolve(src, apt, debs, crates, built, log)
     say(f"compiling poke-engine {ENGINE_VERSION} against {len(built)} Debian crate packages")
-    wheel = pip_wheel(str(src), out, log, {"CARGO_NET_OFFLINE": "true"}, OFFLINE_TIMEOUT_S, src)
+    wheel = pip_wheel(src, out, log, {"CARGO_NET_OFFLINE": "true"}, OFFLINE_TIMEOUT_S)
     shutil.rmtree(src / "target", ignore_errors=True)  # ~0.5 GB of build products
     return wheel, built, moved
 
