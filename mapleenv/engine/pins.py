@@ -20,7 +20,7 @@ SDIST_SHA256 = "070010686f2aedff11e25137e696e301ccd80fd57c805d255464067fc905ca12
 GEN9_FEATURES = ("--features", "poke-engine/terastallization", "--no-default-features")
 # gen 9 with Maple's source changes (patches.py); the number moves when they change, so a
 # wheel built without them is not taken from the cache
-FEATURES_KEY = "gen9-maple1"
+FEATURES_KEY = "gen9-maple2"
 # How maturin's PEP 517 backend takes build arguments (pip and `pip wheel` pass the env on)
 MATURIN_ARGS_ENV = "MATURIN_PEP517_ARGS"
 

@@ -8,19 +8,19 @@ import importlib.metadata
 from functools import cache
 from types import ModuleType
 
-from mapleenv.engine.patches import has_seed
+from mapleenv.engine.patches import has_edits
 
 INSTALL_STEP = "run `make setup` in a Maple checkout, or `python -m mapleenv.engine.install`"
 
 
 class EngineNotInstalledError(ImportError):
-    """poke-engine is missing, or not the build Maple's search needs (gen 9, seeded)."""
+    """poke-engine is missing, or not the build Maple's search needs (gen 9, with its edits)."""
 
 
 def require_engine(gen9: bool = True) -> ModuleType:
     """The ``poke_engine`` module; raises :class:`EngineNotInstalledError` (one line naming the
     install step) when it is not installed or (``gen9``) was built without terastallization
-    or without Maple's seed for the MCTS (``mapleenv.engine.patches``)."""
+    or without Maple's edits to the MCTS (a seed and a root prior, ``mapleenv.engine.patches``)."""
     try:
         module = importlib.import_module("poke_engine")
     except ImportError as exc:
@@ -32,16 +32,16 @@ def require_engine(gen9: bool = True) -> ModuleType:
             f"poke-engine {_version()} is installed without gen 9 (its terastallization "
             "feature): rebuild it with `python -m mapleenv.engine.install --force`"
         )
-    if gen9 and not has_seed(module):
+    if gen9 and not has_edits(module):
         raise EngineNotInstalledError(
-            f"poke-engine {_version()} is installed without Maple's seed for its search: "
+            f"poke-engine {_version()} is installed without Maple's edits to its search: "
             "rebuild it with `python -m mapleenv.engine.install --force`"
         )
     return module
 
 
 def engine_status() -> tuple[str | None, bool]:
-    """``(installed version or None, built as Maple builds it: gen 9 with the seed)``, for
+    """``(installed version or None, built as Maple builds it: gen 9 with its edits)``, for
     the installer and for tests."""
     version = _version()
     if version is None:
@@ -50,7 +50,7 @@ def engine_status() -> tuple[str | None, bool]:
         module = importlib.import_module("poke_engine")
     except ImportError:
         return None, False
-    return version, has_terastallization(module) and has_seed(module)
+    return version, has_terastallization(module) and has_edits(module)
 
 
 @cache

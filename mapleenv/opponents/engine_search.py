@@ -74,6 +74,7 @@ class EngineSearch:
         iterations: int | None = None,
         worlds: int = 2,
         engine_prior: float = 0.0,
+        engine_puct: float = 0.0,
         confident: float = 0.95,
         seed: int = 0,
     ):
@@ -82,7 +83,8 @@ class EngineSearch:
 
         self.config = SearchConfig(
             engine="poke-engine", time_ms=time_ms, engine_iterations=iterations,
-            worlds=worlds, engine_prior=engine_prior, confident=confident, seed=seed,
+            worlds=worlds, engine_prior=engine_prior, engine_puct=engine_puct,
+            confident=confident, seed=seed,
         )  # fmt: skip
         self._engine = EngineSearcher(self.config)
         self.stats = SearchStats()  # what it did, as the evaluation JSON counts it

@@ -71,6 +71,7 @@ class SearchConfig:
     engine: str = "showdown"  # what plays the worlds: "showdown" or "poke-engine" (native)
     engine_iterations: int | None = None  # poke-engine MCTS iterations a world (None: time_ms)
     engine_prior: float = 0.0  # poke-engine: weight of log prior against log visit share
+    engine_puct: float = 0.0  # poke-engine: weight of the prior in the root's PUCT term
     solver_iterations: int = 200  # regret-matching passes solving the worlds' game (showdown)
 
     def __post_init__(self) -> None:
@@ -97,6 +98,7 @@ class SearchConfig:
             "search.engine_iterations": self.engine_iterations is None
             or 1 <= self.engine_iterations <= 10_000_000,
             "search.engine_prior": 0 <= self.engine_prior <= 100,
+            "search.engine_puct": 0 <= self.engine_puct <= 1000,
             "search.solver_iterations": 1 <= self.solver_iterations <= 100_000,
         }
         for name, ok in checks.items():

@@ -74,6 +74,7 @@ class EngineSearcher:
                 iterations=config.engine_iterations,
                 started=started,
                 seed=seed,
+                prior=_puct_prior(decision, config.engine_puct),
             )
         except self._failure as exc:
             stats.engine_failures += 1
@@ -93,6 +94,13 @@ class EngineSearcher:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s", _explain(decision, result, best))
         return best
+
+
+def _puct_prior(decision: Any, weight: float) -> dict[int, float] | None:
+    """Each own action's weight in the root's PUCT term (None: ``engine_puct`` 0)."""
+    if weight <= 0:
+        return None
+    return {a: weight * float(decision.probs[a]) for a in decision.choices}
 
 
 def _warn_first(count: int, message: str, exc: BaseException) -> None:

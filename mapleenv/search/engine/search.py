@@ -7,7 +7,10 @@ sampled, each new node scored by the engine's hand evaluation (no playout); it r
 chunks of 1000 iterations (a budget is rounded up to them). Maple builds it with a seed for
 its random numbers (``mapleenv.engine.patches``): each world is searched under a seed
 drawn from the decision's, so an iteration budget gives the same answer under the same seed
-(a time budget does not: the work done depends on the clock). The choice maximises
+(a time budget does not: the work done depends on the clock). With ``engine_puct`` the
+policy's prior steers the tree at the root: own choice ``a`` gets ``engine_puct * prior(a) *
+sqrt(N) / (1 + n(a))`` on top of its UCB1 score, so the iterations go where the policy looks
+first (AlphaZero's PUCT term; 0: the released search). The choice maximises
 ``engine_prior * log prior(a) + log share(a)``: the visit share the engine gives the own
 action ``a``, re-weighted by the policy's prior (``engine_prior=0``: the engine alone).
 """
@@ -51,11 +54,18 @@ def world_seed(seed: int, world: int) -> int:
     return (int(seed) * 1_000_003 + world) % 2**64
 
 
-def _mcts(state: pe.State, duration_ms: int, iterations: int, seed: int) -> pe.MctsResult:
-    """The engine's MCTS, one thread; an engine panic (a Rust panic is a BaseException in
-    Python) becomes an :class:`EngineFailure`."""
+def _mcts(
+    state: pe.State,
+    duration_ms: int,
+    iterations: int,
+    seed: int,
+    prior: dict[str, float] | None = None,
+) -> pe.MctsResult:
+    """The engine's MCTS, one thread, ``prior`` weighting own root choices by engine name; an
+    engine panic (a Rust panic is a BaseException in Python) becomes an
+    :class:`EngineFailure`."""
     try:
-        return pe.monte_carlo_tree_search(state, duration_ms, iterations, 1, seed)
+        return pe.monte_carlo_tree_search(state, duration_ms, iterations, 1, seed, prior)
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 (pyo3's PanicException derives from it)
@@ -70,11 +80,13 @@ def search_worlds(
     iterations: int | None,
     started: float | None = None,
     seed: int = 0,
+    prior: Mapping[int, float] | None = None,
 ) -> EngineResult:
     """MCTS on each dumped world, world ``k`` under ``world_seed(seed, k)``. ``choices``:
     action -> the view's choice string; with ``iterations`` each world gets that many, else
     the time left of ``time_ms`` (counted from ``started``, a ``perf_counter`` time; now by
-    default) is shared out evenly over the worlds left."""
+    default) is shared out evenly over the worlds left. ``prior``: action -> its weight in
+    the root's PUCT term (None: the released UCB1)."""
     started = time.perf_counter() if started is None else started
     by_choice = {c: a for a, c in choices.items()}
     share_sum: dict[int, float] = {}
@@ -97,7 +109,8 @@ def search_worlds(
         else:
             left = (time_ms or 0.0) - 1000 * (t1 - started)
             duration, count = max(1, int(left / (len(dumps) - k))), 0
-        mcts = _mcts(converted.state, duration, count, world_seed(seed, k))
+        weights = None if prior is None else _by_name(prior, choices, converted.names)
+        mcts = _mcts(converted.state, duration, count, world_seed(seed, k), weights)
         t2 = time.perf_counter()
         result.convert_ms += 1000 * (t1 - t0)
         result.mcts_ms += 1000 * (t2 - t1)
@@ -109,6 +122,18 @@ def search_worlds(
     result.shares = {a: share_sum[a] / seen[a] for a in seen}
     result.scores = {a: score_sum[a] / seen[a] for a in seen}
     return result
+
+
+def _by_name(
+    prior: Mapping[int, float], choices: Mapping[int, str], names: Mapping[str, str | None]
+) -> dict[str, float]:
+    """The prior's weights by the engine's names of the world's own choices."""
+    weights = {}
+    for action, weight in prior.items():
+        name = names.get(choices.get(action, ""))
+        if name is not None:
+            weights[name] = float(weight)
+    return weights
 
 
 def _add_root(

@@ -1,5 +1,6 @@
 """The installed poke-engine (gen 9 build) searches a real state: MCTS within its iteration and
-time budgets, the same visits under the same seed, Tera choices offered, a turn's
+time budgets, the same visits under the same seed, a root prior that draws the visits to the
+choice it weights, Tera choices offered, a turn's
 instructions, the state's string form; a panic is a Python exception, quiet on stderr."""
 
 from __future__ import annotations
@@ -58,6 +59,21 @@ def test_mcts_under_a_seed_repeats_its_visits() -> None:
     first = visits(5)
     assert sum(first) == 4000 and visits(5) == first
     assert any(visits(seed) != first for seed in (6, 7, 8))  # the seed decides the samples
+
+
+def test_a_root_prior_draws_the_visits_to_the_choice_it_weights() -> None:
+    pe = engine_or_skip()
+
+    def visits(prior: dict[str, float] | None) -> dict[str, int]:
+        result = pe.monte_carlo_tree_search(_state(pe), 0, 4000, 1, 5, prior)
+        return {r.move_choice: r.visits for r in result.side_one}
+
+    released = visits(None)
+    # weights of 0, or on names that are no own choice, leave the released search
+    assert visits({}) == released == visits({"bodyslam": 0.0, "crunch": 3.0})
+    least = min(released, key=released.get)
+    steered = visits({least: 5.0})
+    assert steered[least] > 2 * released[least] and sum(steered.values()) == 4000
 
 
 def test_mcts_keeps_a_time_budget() -> None:

@@ -34,23 +34,32 @@ def test_a_build_without_gen9_is_one_line_asking_for_a_rebuild(monkeypatch) -> N
     assert INSTALL_STEP in str(EngineNotInstalledError(INSTALL_STEP))
 
 
-def _released_build() -> types.ModuleType:
-    """A module with the released API of a gen 9 build: ``mcts`` takes no seed."""
+def _released_build(seeded: bool = False) -> types.ModuleType:
+    """A module with the released API of a gen 9 build (``mcts`` takes no seed), or with
+    ``seeded`` the first Maple build's (a seed, no prior)."""
     module = types.ModuleType("poke_engine")
     for name in ("Pokemon", "Move", "Side", "State"):
         setattr(module, name, lambda **fields: types.SimpleNamespace(**fields))
 
-    def mcts(state, duration_ms, iterations, threads):
-        return types.SimpleNamespace(s1=[types.SimpleNamespace(move_choice="tackle-tera")])
+    def released(state, duration_ms, iterations, threads):
+        return types.SimpleNamespace(
+            s1=[types.SimpleNamespace(move_choice="tackle-tera", visits=1)]
+        )
 
-    module.mcts = mcts
+    def seeded_only(state, duration_ms, iterations, threads, seed=None):
+        return released(state, duration_ms, iterations, threads)
+
+    module.mcts = seeded_only if seeded else released
     return module
 
 
-def test_a_build_without_the_seed_is_one_line_asking_for_a_rebuild(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "poke_engine", _released_build())
+@pytest.mark.parametrize("seeded", [False, True], ids=["released", "seed-without-prior"])
+def test_a_build_without_the_edits_is_one_line_asking_for_a_rebuild(
+    monkeypatch, seeded: bool
+) -> None:
+    monkeypatch.setitem(sys.modules, "poke_engine", _released_build(seeded))
     with pytest.raises(
         EngineNotInstalledError,
-        match=r"without Maple's seed .*`python -m mapleenv.engine.install --force`$",
+        match=r"without Maple's edits .*`python -m mapleenv.engine.install --force`$",
     ):
         require_engine()

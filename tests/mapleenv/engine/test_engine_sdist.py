@@ -77,8 +77,9 @@ def test_the_edits_are_applied_on_both_paths(tmp_path: Path) -> None:
     ):
         mcts = (src / "src" / "mcts.rs").read_text()
         assert "StdRng::seed_from_u64(s)" in mcts and "pub fn perform_mcts_seeded(" in mcts
+        assert "self.prior * (parent_visits as f32).sqrt()" in mcts
         bindings = (src / "poke-engine-py" / "src" / "lib.rs").read_text()
-        assert "threads, seed=None))]" in bindings and "std::panic::set_hook" in bindings
+        assert "seed=None, prior=None))]" in bindings and "std::panic::set_hook" in bindings
         assert "seed: int | None = None" in (src / "python/poke_engine/__init__.py").read_text()
     assert (tmp_path / "registry" / f"poke_engine-{ENGINE_VERSION}" / "Cargo.lock").exists()
 

@@ -1,10 +1,12 @@
 """search.engine=poke-engine on real battles: legal choices through a whole battle, the
-iteration budget's same choices and visits under the same seed, the time budget kept, and
+iteration budget's same choices and visits under the same seed, the policy's prior steering
+the root's visits (search.engine_puct), the time budget kept, and
 a world the engine cannot take left to the policy with one warning while search goes on."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 import time
@@ -85,6 +87,28 @@ def test_the_iteration_budget_gives_the_same_choice_under_the_same_seed() -> Non
     # another seed searches other worlds with other random numbers: the visits differ
     _, other, _ = _searched(_engine(time_ms=None, engine_iterations=3000, seed=12), decisions)
     assert other != shares
+
+
+def test_the_policy_prior_steers_the_root_visits_toward_the_actions_it_favours() -> None:
+    decisions = list(mid_battle_decisions(seed=3, count=3))
+    alone = _engine(time_ms=None, engine_iterations=3000, seed=11)
+    _, shares, _ = _searched(alone, decisions)
+    # most of the prior on the action the engine alone visited least (below 1: searched)
+    favoured = [min(s, key=s.get) for s in shares]
+    steered = []
+    for decision, action in zip(decisions, favoured, strict=True):
+        probs = np.zeros_like(decision.probs)
+        probs[list(decision.choices)] = 0.2 / (len(decision.choices) - 1)
+        probs[action] = 0.8
+        steered.append(Decision(decision.view, probs, decision.action))
+    picks, steered_shares, _ = _searched(dataclasses.replace(alone, engine_puct=5.0), steered)
+    for decision, pick, action, before, after in zip(
+        steered, picks, favoured, shares, steered_shares, strict=True
+    ):
+        assert str(pick) in decision.view["choices"]
+        assert after[action] > 2 * before[action], (action, before, after)
+    # a weight of 0 is the engine alone, visit for visit
+    assert _searched(dataclasses.replace(alone, engine_puct=0.0), steered)[1] == shares
 
 
 def test_the_time_budget_is_kept() -> None:
